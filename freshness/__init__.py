@@ -1,0 +1,1 @@
+"""oasis.freshness"""

@@ -1,0 +1,144 @@
+"""Shared gRPC server runtime: health, reflection, message limits, graceful drain, address file.
+
+Every Oasis service builds its server with :func:`build_server`, adds its servicer, and calls
+:func:`run_until_signal`. The server binds to loopback on an ephemeral port by default and writes the
+bound address to ``address_file`` (JSON) once it is SERVING, which is how the launcher finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterable
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # explicit limit for every request and reply (8 MiB)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    max_workers: int = 16
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    grace_seconds: float = 5.0
+    address_file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        if self.max_workers < 1:
+            raise ValueError("max_workers must be >= 1")
+        if self.max_message_bytes < 1024:
+            raise ValueError("max_message_bytes must be >= 1024")
+
+
+def channel_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+    ]
+
+
+@dataclass
+class RunningServer:
+    """A started gRPC server with its health servicer and bound address."""
+
+    server: grpc.Server
+    health: health.HealthServicer
+    address: str
+    service_names: tuple[str, ...]
+    config: ServerConfig
+    _stopped: threading.Event = field(default_factory=threading.Event)
+
+    def set_serving(self, serving: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ("", *self.service_names):
+            self.health.set(name, status)
+
+    def stop(self, grace: float | None = None) -> None:
+        """Report NOT_SERVING, refuse new calls, and drain in-flight calls for up to ``grace`` seconds."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self.set_serving(False)
+        self.server.stop(self.config.grace_seconds if grace is None else grace).wait()
+        logger.info("server on %s stopped", self.address)
+
+    def wait(self) -> None:
+        self.server.wait_for_termination()
+
+
+def build_server(
+    config: ServerConfig,
+    add_servicers: Callable[[grpc.Server], Iterable[str]],
+) -> RunningServer:
+    """Create, populate and start a server.
+
+    ``add_servicers`` registers the service's servicers on the server and returns their full service names
+    (e.g. ``oasis.v1.Engine``) for health and reflection.
+    """
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="grpc"),
+        options=channel_options(config.max_message_bytes),
+        maximum_concurrent_rpcs=config.max_workers * 4,
+    )
+    names = tuple(add_servicers(server))
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server
+    )
+    port = server.add_insecure_port(f"{config.host}:{config.port}")
+    if port == 0:
+        raise OSError(f"could not bind {config.host}:{config.port}")
+    server.start()
+    running = RunningServer(server, health_servicer, f"{config.host}:{port}", names, config)
+    running.set_serving(True)
+    if config.address_file is not None:
+        write_address_file(config.address_file, running.address, os.getpid())
+    logger.info("serving %s on %s", ", ".join(names), running.address)
+    return running
+
+
+def write_address_file(path: Path, address: str, pid: int) -> None:
+    """Write ``{"address", "pid"}`` atomically so a reader never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps({"address": address, "pid": pid}))
+    os.replace(tmp, path)
+
+
+def run_until_signal(running: RunningServer, on_stop: Callable[[], None] | None = None) -> None:
+    """Block until SIGTERM or SIGINT, then go NOT_SERVING, drain in-flight calls and run ``on_stop``."""
+    done = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        logger.info("signal %d: draining", signum)
+        done.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    done.wait()
+    running.stop()
+    if on_stop is not None:
+        on_stop()
+
+
+def configure_logging(level: str = "INFO") -> None:
+    """Entry points only: one handler on the root logger."""
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s")
