@@ -1,0 +1,65 @@
+"""The broker's seams: what it needs from the directory and from engines, and their domain errors.
+
+The gRPC adapters in :mod:`oasis.broker.clients` implement these protocols; the fan-out in
+:mod:`oasis.broker.service` depends only on them.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Protocol
+
+from oasis.broker.merge import EngineHit
+
+
+class DirectoryUnavailable(Exception):
+    """The directory could not be reached (or did not answer in time)."""
+
+
+class EngineCallError(Exception):
+    """An engine call failed. ``timeout`` tells a deadline expiry from any other failure."""
+
+    def __init__(self, message: str, *, timeout: bool = False) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
+class InvalidRequest(ValueError):
+    """A query the broker refuses (empty, too long, bad k or deadline)."""
+
+
+class Overloaded(Exception):
+    """The broker is at its bound of concurrent queries."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoutedEngine:
+    name: str
+    address: str
+    score: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteResult:
+    engines: tuple[RoutedEngine, ...]
+    skipped: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineReply:
+    hits: tuple[EngineHit, ...]
+    max_score: float
+    total: int
+
+
+class DirectoryClient(Protocol):
+    def route(self, query: str, k: int, timeout: float) -> RouteResult:
+        """Raise :class:`DirectoryUnavailable` when the directory cannot answer."""
+        ...
+
+
+class EngineClient(Protocol):
+    def start_search(self, address: str, query: str, limit: int, timeout: float) -> Future[EngineReply]:
+        """Start a search without blocking; the future fails with :class:`EngineCallError`."""
+        ...
