@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ class ServerConfig:
     max_workers: int = 16
     max_message_bytes: int = MAX_MESSAGE_BYTES
     grace_seconds: float = 5.0
+    # NOT_SERVING is visible for this long before the server stops taking new calls (lets balancers and
+    # health probes see it), then in-flight calls get grace_seconds to finish.
+    not_serving_seconds: float = 0.2
     address_file: Path | None = None
 
     def __post_init__(self) -> None:
@@ -41,6 +45,8 @@ class ServerConfig:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
         if self.max_workers < 1:
             raise ValueError("max_workers must be >= 1")
+        if self.grace_seconds < 0 or self.not_serving_seconds < 0:
+            raise ValueError("grace_seconds and not_serving_seconds must be >= 0")
         if self.max_message_bytes < 1024:
             raise ValueError("max_message_bytes must be >= 1024")
 
@@ -76,6 +82,8 @@ class RunningServer:
             return
         self._stopped.set()
         self.set_serving(False)
+        if self.config.not_serving_seconds:
+            time.sleep(self.config.not_serving_seconds)
         self.server.stop(self.config.grace_seconds if grace is None else grace).wait()
         logger.info("server on %s stopped", self.address)
 
