@@ -1,0 +1,175 @@
+"""A whole local cluster, brought up by the project's own launcher (`oasis up`), on ephemeral ports:
+index real documentation pages split by topic, search, kill -9 an engine, restart the directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from oasis.clients import BrokerClient
+from oasis.launcher import Cluster
+from oasis.v1 import directory_pb2, directory_pb2_grpc
+
+PG = Path("/usr/share/doc/postgresql-doc-15/html")
+PY = Path("/usr/share/doc/python3.11-doc/html")
+DJ = Path("/usr/share/doc/python-django-doc/html")
+PER_TOPIC = 120
+
+CONFIG = """
+[cluster]
+lease_seconds = 3.0
+heartbeat_seconds = 0.5
+route_cache_seconds = 30.0
+default_deadline_ms = 1000
+
+[[topic]]
+name = "databases"
+description = "PostgreSQL relational database SQL commands"
+keywords = ["sql", "table", "index", "database", "query", "postgresql"]
+
+[[topic]]
+name = "python"
+description = "Python standard library modules"
+keywords = ["python", "module", "function", "library"]
+
+[[topic]]
+name = "web"
+description = "Django web framework"
+keywords = ["django", "view", "template", "model", "form"]
+"""
+
+
+def oasis(
+    state: Path, *args: str, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "oasis.cli", *args, "--state-dir", str(state)],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    if check:
+        assert proc.returncode == 0, f"oasis {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def list_engines(address: str) -> set[str]:
+    with grpc.insecure_channel(address) as channel:
+        reply = directory_pb2_grpc.DirectoryStub(channel).ListEngines(
+            directory_pb2.ListEnginesRequest(), timeout=2
+        )
+    return {e.name for e in reply.engines}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    missing = [str(p) for p in (PG, PY, DJ) if not p.is_dir()]
+    if missing:
+        pytest.skip(f"documentation corpora not installed ({', '.join(missing)}): run ./dev test as root")
+    state = tmp_path_factory.mktemp("cluster")
+    config = state / "cluster.toml"
+    config.write_text(CONFIG)
+    oasis(state, "up", "--config", str(config), "--no-robots", "--detach")
+    try:
+        yield state
+    finally:
+        oasis(state, "down", check=False)
+
+
+def _pages(root: Path, pattern: str) -> list[str]:
+    return [str(p) for p in sorted(root.glob(pattern))[:PER_TOPIC]]
+
+
+@pytest.fixture(scope="module")
+def indexed(cluster: Path) -> dict[str, Any]:
+    loads = {
+        "databases": ("http://pg.docs/", _pages(PG, "sql-*.html")),
+        "python": ("http://py.docs/library/", _pages(PY, "library/*.html")),
+        "web": ("http://dj.docs/topics/", _pages(DJ, "topics/**/*.html")),
+    }
+    for engine, (base, files) in loads.items():
+        assert len(files) >= 50, f"too few pages for {engine}"
+        out = oasis(cluster, "index", "--engine", engine, "--base-url", base, *files).stdout
+        assert f"{len(files)} acknowledged" in out, out
+    status = json.loads(oasis(cluster, "status", "--json").stdout)
+    return {s["name"]: s for s in status["services"]}
+
+
+def test_status_lists_every_service_serving_with_document_counts(indexed: dict[str, Any]) -> None:
+    kinds = sorted(s["kind"] for s in indexed.values())
+    assert kinds == ["broker", "directory", "engine", "engine", "engine"]
+    assert all(s["health"] == "SERVING" for s in indexed.values())
+    for name in ("databases", "python", "web"):
+        assert indexed[name]["documents"] == PER_TOPIC
+        assert indexed[name]["address"].startswith("127.0.0.1:")
+
+
+def test_search_returns_topic_pages_from_the_right_engine(cluster: Path, indexed: dict[str, Any]) -> None:
+    out = json.loads(oasis(cluster, "search", "CREATE TABLE columns constraint", "-k", "5", "--json").stdout)
+    assert out["hits"], out
+    top = out["hits"][0]
+    assert top["engine"] == "databases" and top["url"].startswith("http://pg.docs/sql-")
+    assert set(top) == {"url", "title", "snippet", "score", "engine"}
+    assert "<b>" in top["snippet"].lower()
+    assert out["engines"]["databases"] == "ok"
+    py = json.loads(oasis(cluster, "search", "asyncio event loop coroutine", "--json").stdout)
+    assert py["hits"] and py["hits"][0]["engine"] == "python"
+    text = oasis(cluster, "search", "CREATE TABLE").stdout
+    assert "databases" in text and "http://pg.docs/" in text
+
+
+def test_bad_query_gets_a_clear_error(cluster: Path, indexed: dict[str, Any]) -> None:
+    proc = oasis(cluster, "search", "   ", check=False)
+    assert proc.returncode == 2
+    assert "INVALID_ARGUMENT" in proc.stderr
+
+
+def test_killed_engine_gives_partial_results_within_deadline_then_recovers(
+    cluster: Path, indexed: dict[str, Any]
+) -> None:
+    state = Cluster.load(cluster)
+    victim = state.get("python")
+    os.kill(victim.pid, signal.SIGKILL)
+    time.sleep(0.2)
+    client = BrokerClient(state.get("broker").address)
+    try:
+        deadline_ms = 500
+        started = time.monotonic()
+        result = client.search("python module function library", k=10, deadline_ms=deadline_ms)
+        elapsed_ms = (time.monotonic() - started) * 1000
+        assert elapsed_ms <= deadline_ms + 50, f"took {elapsed_ms:.0f} ms"
+        assert result.engines["python"] in {"error", "timeout", "suspended"}
+        assert result.partial
+        assert all(h.engine != "python" for h in result.hits)
+    finally:
+        client.close()
+    oasis(cluster, "restart", "python")
+    status = {s["name"]: s for s in json.loads(oasis(cluster, "status", "--json").stdout)["services"]}
+    assert status["python"]["health"] == "SERVING"
+    assert status["python"]["documents"] == PER_TOPIC  # the whole acknowledged index survived kill -9
+
+
+def test_directory_restart_is_survived_by_reregistration(cluster: Path, indexed: dict[str, Any]) -> None:
+    state = Cluster.load(cluster)
+    directory = state.get("directory")
+    os.kill(directory.pid, signal.SIGKILL)
+    time.sleep(0.3)
+    # the broker keeps answering from its cached routes while the directory is down
+    out = json.loads(oasis(cluster, "search", "CREATE TABLE", "--json").stdout)
+    assert out["hits"] and out["engines"]["databases"] == "ok"
+    record = Cluster.load(cluster).restart("directory")
+    assert record.address == directory.address
+    deadline = time.monotonic() + 3.0  # a few heartbeats (0.5 s each)
+    engines: set[str] = set()
+    while time.monotonic() < deadline and len(engines) < 3:
+        engines = list_engines(record.address)
+        time.sleep(0.1)
+    assert engines == {"databases", "python", "web"}
