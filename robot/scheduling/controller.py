@@ -1,0 +1,766 @@
+"""The robot's request controller (papers/004, "Request Controller Algorithm"): which documents to fetch next.
+
+Every document the robot knows is an arm of a restless bandit. Fringe documents (located, not yet fetched)
+are ranked by a Whittle index learned from Q-values (Eq. 9, updated by Eq. 10 with the child-discovery bonus
+and the reward of Eq. 11); retrieved documents become re-crawl arms in the same queue, ranked by a
+``recrawl_index`` hook in the same unit (relevance-weighted reward per step). Baseline policies sit behind
+the same interface. The live robot and the offline replay run these classes unchanged.
+
+Public interface::
+
+    @dataclass(frozen=True) class Discovered: url: str; anchor: str = ""; anchor_relevance: float = 0.0
+    @dataclass(frozen=True) class FetchOutcome:
+        url: str; kind: "new" | "modified" | "unchanged" | "deleted" | "error"; relevance: float
+        links: Sequence[Discovered] = ()
+
+    class RequestController(Protocol):
+        name: str
+        def add_seeds(self, urls: Iterable[str]) -> None
+        def next_batch(self, m: int, now: float, host_ready: Callable[[str], bool] | None = None) -> list[str]
+        def report(self, outcome: FetchOutcome, now: float) -> list[str]  # URLs newly added to the frontier
+        def defer(self, url: str) -> None        # put a popped URL back (politeness, transient error)
+        def frontier_size(self) -> int          # fringe documents queued
+        def recrawl_size(self) -> int           # retrieved documents queued for re-crawl
+        def in_flight(self) -> int              # popped, neither reported nor deferred
+        def state_dict(self) -> dict[str, Any]  # full checkpoint (frontier, seen set, Q-table), JSON-safe
+        def load_state(self, state: dict[str, Any]) -> None
+        def save_q(self, path) -> None; def load_q(self, path) -> None  # learned tables (Whittle only)
+
+    make_controller(policy, *, rng, config=ControllerConfig(), oracle=None, recrawl_index=None)
+        policy: "whittle" | "bfs" | "random" | "greedy-parent" | "greedy-oracle" (needs oracle(url) -> r)
+
+Contract: ``next_batch`` pops up to m URLs (fewer if the queue is empty or every host with work is blocked by
+``host_ready``); each popped URL must later be passed to ``report`` or ``defer``. ``report`` of a URL the
+controller never handed out is accepted (e.g. a redirect target) and learned from as well as possible.
+``kind`` is what the fetch found: "new" on the first successful retrieval, "modified"/"unchanged" on a
+re-crawl, "deleted" when the document is gone (404/410), "error" for a permanent failure (no learning).
+
+``recrawl_index(arm, now) -> float`` (see :class:`RecrawlArm`) ranks retrieved documents for re-crawling;
+``None`` (the default) means never re-crawl (the static web of the paper's experiment). Values <= 0 keep
+the arm passive.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
+
+from oasis.robot.scheduling.equations import q_update, reward
+from oasis.robot.scheduling.frontier import Frontier
+from oasis.robot.scheduling.qtable import QTable
+from oasis.robot.scheduling.state import STATE_NAMES, DiscoveryContext, make_state_extractor
+
+logger = logging.getLogger(__name__)
+
+POLICIES = ("whittle", "bfs", "random", "greedy-parent", "greedy-oracle")
+RETRIEVED_STATE = "retrieved"  # local state of every retrieved (re-crawl) arm in the Q-table
+
+# document status codes
+_FRINGE, _FLIGHT, _RETRIEVED, _RECRAWL_FLIGHT, _GONE = 1, 2, 3, 4, 5
+_STATUS_NAMES = {_FRINGE: "fringe", _FLIGHT: "fringe", _RETRIEVED: "retrieved", _RECRAWL_FLIGHT: "retrieved",
+                 _GONE: "gone"}
+
+
+@dataclass(frozen=True, slots=True)
+class Discovered:
+    url: str
+    anchor: str = ""
+    anchor_relevance: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchOutcome:
+    url: str
+    kind: Literal["new", "modified", "unchanged", "deleted", "error"]
+    relevance: float
+    links: Sequence[Discovered] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RecrawlArm:
+    """What the controller knows about a retrieved document, for a re-crawl index."""
+
+    url: str
+    relevance: float  # r_k(i), the last relevance score
+    last_fetch: float  # time of the last fetch
+    first_fetch: float  # time of the first retrieval
+    fetches: int  # number of fetches so far (>= 1)
+    changes: int  # fetches that found the document modified
+
+
+RecrawlIndex = Callable[[RecrawlArm, float], float]
+Oracle = Callable[[str], float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerConfig:
+    """Learning and state parameters (only the Whittle policy reads most of them)."""
+
+    state: str = "generalising"  # local state representation, one of state.STATE_NAMES
+    alpha: float = 0.5  # Eq. 10 step size for the active control
+    alpha_passive: float = 1.0  # passive-update step size (a passive fringe arm's move is deterministic)
+    gamma: float = 0.5  # Eq. 10 discount
+    epsilon: float = 0.0  # probability of fetching a uniformly random fringe document instead
+    q_init: float = 0.0  # initial Q-values
+    relevance_bins: int = 8
+    anchor_bins: int = 4
+    max_depth: int = 6
+    recrawl_refresh: float = 1.0  # time between re-computations of the re-crawl indices
+
+    def __post_init__(self) -> None:
+        if self.state not in STATE_NAMES:
+            raise ValueError(f"unknown state {self.state!r}; choose one of {STATE_NAMES}")
+        if not 0.0 < self.alpha <= 1.0 or not 0.0 < self.alpha_passive <= 1.0:
+            raise ValueError("alpha and alpha_passive must be in (0, 1]")
+        if not 0.0 <= self.gamma < 1.0:
+            raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
+        if not 0.0 <= self.epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
+        if self.recrawl_refresh <= 0:
+            raise ValueError("recrawl_refresh must be > 0")
+
+
+class RequestController(Protocol):
+    name: str
+
+    def add_seeds(self, urls: Iterable[str]) -> None: ...
+
+    def next_batch(
+        self, m: int, now: float, host_ready: Callable[[str], bool] | None = None
+    ) -> list[str]: ...
+
+    def report(self, outcome: FetchOutcome, now: float) -> list[str]: ...
+
+    def defer(self, url: str) -> None: ...
+
+    def frontier_size(self) -> int: ...
+
+    def recrawl_size(self) -> int: ...
+
+    def in_flight(self) -> int: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state(self, state: dict[str, Any]) -> None: ...
+
+    def save_q(self, path: str | os.PathLike[str]) -> None: ...
+
+    def load_q(self, path: str | os.PathLike[str]) -> None: ...
+
+
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).netloc
+    except ValueError:
+        return ""
+
+
+class _Controller:
+    """Shared bookkeeping: URL interning, per-document facts, the fringe and re-crawl queues."""
+
+    name = "base"
+
+    def __init__(
+        self, *, rng: random.Random, config: ControllerConfig, recrawl_index: RecrawlIndex | None
+    ) -> None:
+        self.rng = rng
+        self.config = config
+        self.recrawl_index = recrawl_index
+        self._ids: dict[str, int] = {}
+        self._urls: list[str] = []
+        self._status = bytearray()
+        self._host_id: list[int] = []
+        self._rel: list[float] = []  # r_k(i): last relevance score (0 until retrieved)
+        self._parent_rel: list[float] = []
+        self._depth: list[int] = []
+        self._key: list[float] = []  # priority key for baseline policies
+        self._fetches: list[int] = []
+        self._changes: list[int] = []
+        self._first_fetch: list[float] = []
+        self._last_fetch: list[float] = []
+        self._hosts: list[str] = []
+        self._host_ids: dict[str, int] = {}
+        self._seq = 0
+        self._recrawl = Frontier()
+        self._recrawl_keyed_at = float("-inf")
+        self._flight = 0
+        self._reward_sum = 0.0  # first-retrieval rewards, for the mean value of a fringe fetch
+        self._reward_n = 0
+
+    # -- interning -------------------------------------------------------------------------------------
+
+    def _host_index(self, host: str) -> int:
+        hid = self._host_ids.get(host)
+        if hid is None:
+            hid = len(self._hosts)
+            self._host_ids[host] = hid
+            self._hosts.append(host)
+        return hid
+
+    def _new_doc(self, url: str, parent_rel: float, depth: int) -> int:
+        doc = len(self._urls)
+        self._ids[url] = doc
+        self._urls.append(url)
+        self._status.append(0)
+        self._host_id.append(self._host_index(_host(url)))
+        self._rel.append(0.0)
+        self._parent_rel.append(parent_rel)
+        self._depth.append(depth)
+        self._key.append(0.0)
+        self._fetches.append(0)
+        self._changes.append(0)
+        self._first_fetch.append(0.0)
+        self._last_fetch.append(0.0)
+        return doc
+
+    # -- the policy-specific part ----------------------------------------------------------------------
+
+    def _enqueue(self, doc: int, ctx: DiscoveryContext) -> None:
+        raise NotImplementedError
+
+    def _pop_fringe(self, host_ready: Callable[[int], bool] | None) -> int | None:
+        raise NotImplementedError
+
+    def _fringe_value(self) -> float:
+        """The value of the best fringe fetch, in the unit of the re-crawl index."""
+        return self._reward_sum / self._reward_n if self._reward_n else 0.0
+
+    def _requeue(self, doc: int) -> None:
+        raise NotImplementedError
+
+    def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
+        """Policy learning after a fetch (only the Whittle controller learns)."""
+
+    def _rediscovered(self, doc: int, parent_rel: float) -> None:
+        """A fringe document was linked again by another retrieved page."""
+
+    def frontier_size(self) -> int:
+        raise NotImplementedError
+
+    # -- the public interface --------------------------------------------------------------------------
+
+    def add_seeds(self, urls: Iterable[str]) -> None:
+        for url in urls:
+            if url in self._ids:
+                continue
+            doc = self._new_doc(url, 0.0, 0)
+            self._status[doc] = _FRINGE
+            self._enqueue(doc, DiscoveryContext(url=url, parent_url=None, host=_host(url)))
+
+    def next_batch(self, m: int, now: float, host_ready: Callable[[str], bool] | None = None) -> list[str]:
+        if m < 0:
+            raise ValueError(f"m must be >= 0, got {m}")
+        ready: Callable[[int], bool] | None = None
+        if host_ready is not None:
+            hosts = self._hosts
+            outer = host_ready
+
+            def ready(hid: int) -> bool:
+                return outer(hosts[hid])
+
+        self._rekey_recrawl(now)
+        out: list[str] = []
+        status = self._status
+        while len(out) < m:
+            doc = self._choose(ready)
+            if doc is None:
+                break
+            status[doc] = _FLIGHT if status[doc] == _FRINGE else _RECRAWL_FLIGHT
+            self._flight += 1
+            out.append(self._urls[doc])
+        return out
+
+    def _choose(self, ready: Callable[[int], bool] | None) -> int | None:
+        if self.recrawl_index is None or not len(self._recrawl):
+            return self._pop_fringe(ready)
+        best = self._recrawl.peek()
+        if best is not None and best[1] > self._fringe_value():
+            doc = self._recrawl.pop(ready)
+            if doc is not None:
+                return doc
+        doc = self._pop_fringe(ready)
+        if doc is None:
+            return self._recrawl.pop(ready)
+        return doc
+
+    def report(self, outcome: FetchOutcome, now: float) -> list[str]:
+        if outcome.relevance < 0:
+            raise ValueError(f"relevance must be >= 0, got {outcome.relevance} for {outcome.url}")
+        doc = self._ids.get(outcome.url)
+        if doc is None:  # e.g. a redirect target the controller never queued
+            doc = self._new_doc(outcome.url, 0.0, 0)
+            self._status[doc] = _FLIGHT
+            self._flight += 1
+        st = self._status[doc]
+        if st in (_FLIGHT, _RECRAWL_FLIGHT):
+            self._flight -= 1
+        elif st == _FRINGE:
+            self._remove_fringe(doc)
+        elif st == _RETRIEVED:
+            self._recrawl.remove(doc)
+        was_fringe = self._fetches[doc] == 0 and st in (_FLIGHT, _FRINGE)
+        kind = outcome.kind
+        if was_fringe and kind in ("modified", "unchanged"):
+            kind = "new"
+        if kind == "error":
+            self._status[doc] = _GONE
+            return []
+        r_k = self._rel[doc]
+        g = reward(kind, r_k, outcome.relevance)
+        if was_fringe and kind == "new":
+            self._reward_sum += g
+            self._reward_n += 1
+        added: list[int] = []
+        if kind != "deleted":
+            parent_url = outcome.url
+            depth = self._depth[doc] + 1
+            for link in outcome.links:
+                child = self._ids.get(link.url)
+                if child is None:
+                    child = self._new_doc(link.url, outcome.relevance, depth)
+                    self._status[child] = _FRINGE
+                    self._enqueue(
+                        child,
+                        DiscoveryContext(
+                            url=link.url,
+                            parent_url=parent_url,
+                            parent_relevance=outcome.relevance,
+                            anchor_relevance=link.anchor_relevance,
+                            depth=depth,
+                            host=self._hosts[self._host_id[child]],
+                        ),
+                    )
+                    added.append(child)
+                elif self._status[child] == _FRINGE and child != doc:
+                    self._rediscovered(child, outcome.relevance)
+        self._learn(doc, was_fringe, g, added)
+        if kind == "deleted":
+            self._status[doc] = _GONE
+        else:
+            self._status[doc] = _RETRIEVED
+            self._rel[doc] = outcome.relevance
+            if self._fetches[doc] == 0:
+                self._first_fetch[doc] = now
+            self._fetches[doc] += 1
+            if kind == "modified":
+                self._changes[doc] += 1
+            self._last_fetch[doc] = now
+            if self.recrawl_index is not None:
+                self._push_recrawl(doc, now)
+        return [self._urls[c] for c in added]
+
+    def defer(self, url: str) -> None:
+        doc = self._ids.get(url)
+        if doc is None:
+            raise KeyError(f"defer of a URL the controller does not know: {url}")
+        st = self._status[doc]
+        if st == _FLIGHT:
+            self._flight -= 1
+            self._status[doc] = _FRINGE
+            self._requeue(doc)
+        elif st == _RECRAWL_FLIGHT:
+            self._flight -= 1
+            self._status[doc] = _RETRIEVED
+            self._push_recrawl(doc, self._last_fetch[doc])
+        else:
+            raise ValueError(f"defer of a URL that is not in flight: {url}")
+
+    def recrawl_size(self) -> int:
+        return len(self._recrawl)
+
+    def in_flight(self) -> int:
+        return self._flight
+
+    def known(self) -> int:
+        return len(self._urls)
+
+    def status(self, url: str) -> str:
+        """"unknown", "fringe", "retrieved" or "gone" (diagnostics and tests)."""
+        doc = self._ids.get(url)
+        return "unknown" if doc is None else _STATUS_NAMES.get(self._status[doc], "unknown")
+
+    # -- re-crawl arms ---------------------------------------------------------------------------------
+
+    def _arm(self, doc: int) -> RecrawlArm:
+        return RecrawlArm(
+            url=self._urls[doc],
+            relevance=self._rel[doc],
+            last_fetch=self._last_fetch[doc],
+            first_fetch=self._first_fetch[doc],
+            fetches=self._fetches[doc],
+            changes=self._changes[doc],
+        )
+
+    def _push_recrawl(self, doc: int, now: float) -> None:
+        assert self.recrawl_index is not None
+        value = self.recrawl_index(self._arm(doc), now)
+        if value > 0:
+            self._recrawl.push(doc, value, self._host_id[doc])
+        else:
+            self._recrawl.remove(doc)
+
+    def _rekey_recrawl(self, now: float) -> None:
+        """Re-crawl indices grow as time passes; re-compute them every ``recrawl_refresh`` time units."""
+        if self.recrawl_index is None or now - self._recrawl_keyed_at < self.config.recrawl_refresh:
+            return
+        self._recrawl_keyed_at = now
+        for doc in [d for d, s in enumerate(self._status) if s == _RETRIEVED]:
+            self._push_recrawl(doc, now)
+
+    def _remove_fringe(self, doc: int) -> None:
+        raise NotImplementedError
+
+    # -- checkpoints -----------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        docs = []
+        for doc, url in enumerate(self._urls):
+            st = self._status[doc]
+            st = _FRINGE if st == _FLIGHT else (_RETRIEVED if st == _RECRAWL_FLIGHT else st)
+            docs.append([
+                url, st, self._rel[doc], self._parent_rel[doc], self._depth[doc], self._key[doc],
+                self._fetches[doc], self._changes[doc], self._first_fetch[doc], self._last_fetch[doc],
+                self._doc_state(doc),
+            ])
+        return {
+            "format": "oasis-controller/1",
+            "policy": self.name,
+            "docs": docs,
+            "seq": self._seq,
+            "reward": [self._reward_sum, self._reward_n],
+            "q": self._q_dict(),
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if not isinstance(state, dict) or state.get("format") != "oasis-controller/1":
+            raise ValueError("not a controller checkpoint (format oasis-controller/1)")
+        if state.get("policy") != self.name:
+            raise ValueError(f"checkpoint is for policy {state.get('policy')!r}, not {self.name!r}")
+        if self._urls:
+            raise ValueError("load_state needs a fresh controller")
+        self._load_q_dict(state.get("q"))
+        fringe: list[tuple[int, str | None]] = []
+        for row in state["docs"]:
+            url, st, rel, prel, depth, key, fetches, changes, first, last, dstate = row
+            doc = self._new_doc(str(url), float(prel), int(depth))
+            self._status[doc] = int(st)
+            self._rel[doc] = float(rel)
+            self._key[doc] = float(key)
+            self._fetches[doc] = int(fetches)
+            self._changes[doc] = int(changes)
+            self._first_fetch[doc] = float(first)
+            self._last_fetch[doc] = float(last)
+            if st == _FRINGE:
+                fringe.append((doc, dstate))
+        self._seq = int(state.get("seq", 0))
+        self._reward_sum, n = state.get("reward", [0.0, 0])
+        self._reward_n = int(n)
+        for doc, dstate in fringe:
+            self._restore_fringe(doc, dstate)
+        if self.recrawl_index is not None:
+            for doc, st in enumerate(self._status):
+                if st == _RETRIEVED:
+                    self._push_recrawl(doc, self._last_fetch[doc])
+
+    def _doc_state(self, doc: int) -> str | None:
+        return None
+
+    def _restore_fringe(self, doc: int, dstate: str | None) -> None:
+        self._requeue(doc)
+
+    def _q_dict(self) -> dict[str, Any] | None:
+        return None
+
+    def _load_q_dict(self, data: Any) -> None:
+        return None
+
+    def save_q(self, path: str | os.PathLike[str]) -> None:
+        raise NotImplementedError(f"policy {self.name!r} learns no Q-table")
+
+    def load_q(self, path: str | os.PathLike[str]) -> None:
+        raise NotImplementedError(f"policy {self.name!r} learns no Q-table")
+
+
+class _KeyedController(_Controller):
+    """Baselines: every fringe document has a fixed priority key in one :class:`Frontier`."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._fringe = Frontier()
+
+    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        raise NotImplementedError
+
+    def _enqueue(self, doc: int, ctx: DiscoveryContext) -> None:
+        self._seq += 1
+        self._key[doc] = self._key_for(doc, ctx)
+        self._fringe.push(doc, self._key[doc], self._host_id[doc])
+
+    def _requeue(self, doc: int) -> None:
+        self._fringe.push(doc, self._key[doc], self._host_id[doc])
+
+    def _remove_fringe(self, doc: int) -> None:
+        self._fringe.remove(doc)
+
+    def _pop_fringe(self, host_ready: Callable[[int], bool] | None) -> int | None:
+        return self._fringe.pop(host_ready)
+
+    def frontier_size(self) -> int:
+        return len(self._fringe)
+
+
+class BreadthFirstController(_KeyedController):
+    """First discovered, first fetched."""
+
+    name = "bfs"
+
+    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        return -float(self._seq)
+
+
+class RandomController(_KeyedController):
+    """A uniformly random fringe document each time."""
+
+    name = "random"
+
+    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        return self.rng.random()
+
+
+class GreedyParentController(_KeyedController):
+    """Practical best-first: the highest relevance among the retrieved pages that link to a document."""
+
+    name = "greedy-parent"
+
+    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        return ctx.parent_relevance if ctx.parent_url is not None else float("inf")
+
+    def _fringe_value(self) -> float:
+        top = self._fringe.peek()
+        return top[1] if top is not None else 0.0
+
+    def _rediscovered(self, doc: int, parent_rel: float) -> None:
+        if parent_rel > self._key[doc]:
+            self._key[doc] = parent_rel
+            self._fringe.push(doc, parent_rel, self._host_id[doc])
+
+
+class GreedyOracleController(_KeyedController):
+    """Fringe-greedy with oracle relevance: the document's own (unfetched) relevance, from ``oracle``."""
+
+    name = "greedy-oracle"
+
+    def __init__(self, *, oracle: Oracle, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.oracle = oracle
+
+    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        return float(self.oracle(ctx.url))
+
+    def _fringe_value(self) -> float:
+        top = self._fringe.peek()
+        return top[1] if top is not None else 0.0
+
+
+class WhittleController(_Controller):
+    """The paper's request controller: fringe arms grouped by local state x, ranked by v(x) (Eq. 9) from a
+    Q-table learned with Eq. 10 (child-discovery bonus) and the reward of Eq. 11.
+
+    All fringe documents in one state share an index, so the queue holds *groups* (host, state) -- a
+    Q-update touches one state and re-keys only its groups, O(log n). Inside a group, documents leave in
+    discovery order. After each active update the passive control of the same state is updated too: a
+    passive fringe arm earns 0 and stays in its state, so its Eq. 10 sample is ``0 + gamma Q(x, 1)``
+    (step size ``alpha_passive``); hence ``v(x) -> (1 - gamma) Q(x, 1)`` for visited states.
+    """
+
+    name = "whittle"
+
+    def __init__(self, *, q: QTable | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        cfg = self.config
+        self.q = q if q is not None else QTable(cfg.q_init)
+        self.extract = make_state_extractor(
+            cfg.state, relevance_bins=cfg.relevance_bins, anchor_bins=cfg.anchor_bins, max_depth=cfg.max_depth
+        )
+        self._groups = Frontier()  # group id -> index v(x)
+        self._group_ids: dict[tuple[int, str], int] = {}
+        self._group_key: list[tuple[int, str]] = []
+        self._group_docs: list[deque[int]] = []
+        self._group_live: list[int] = []
+        self._state_groups: dict[str, set[int]] = {}
+        self._doc_state_list: list[str | None] = []
+        self._fringe_n = 0
+        # uniformly random fringe document (epsilon exploration): array + position map
+        self._explore = cfg.epsilon > 0.0
+        self._fringe_arr: list[int] = []
+        self._fringe_pos: dict[int, int] = {}
+
+    def _new_doc(self, url: str, parent_rel: float, depth: int) -> int:
+        doc = super()._new_doc(url, parent_rel, depth)
+        self._doc_state_list.append(None)
+        return doc
+
+    def _doc_state(self, doc: int) -> str | None:
+        return self._doc_state_list[doc]
+
+    def frontier_size(self) -> int:
+        return self._fringe_n
+
+    def index_of(self, url: str) -> float:
+        """v(x) of a known fringe document (diagnostics)."""
+        state = self._doc_state_list[self._ids[url]]
+        return self.q.index(state) if state is not None else 0.0
+
+    def _fringe_value(self) -> float:
+        top = self._groups.peek()
+        return top[1] if top is not None else 0.0
+
+    def _group_of(self, doc: int, state: str) -> int:
+        key = (self._host_id[doc], state)
+        gid = self._group_ids.get(key)
+        if gid is None:
+            gid = len(self._group_key)
+            self._group_ids[key] = gid
+            self._group_key.append(key)
+            self._group_docs.append(deque())
+            self._group_live.append(0)
+            self._state_groups.setdefault(state, set()).add(gid)
+        return gid
+
+    def _add_to_group(self, doc: int, state: str) -> None:
+        gid = self._group_of(doc, state)
+        self._group_docs[gid].append(doc)
+        self._group_live[gid] += 1
+        self._fringe_n += 1
+        if self._group_live[gid] == 1:
+            self._groups.push(gid, self.q.index(state), self._host_id[doc])
+        if self._explore:
+            self._fringe_pos[doc] = len(self._fringe_arr)
+            self._fringe_arr.append(doc)
+
+    def _enqueue(self, doc: int, ctx: DiscoveryContext) -> None:
+        state = self.extract(ctx)
+        self._doc_state_list[doc] = state
+        self._add_to_group(doc, state)
+
+    def _requeue(self, doc: int) -> None:
+        state = self._doc_state_list[doc]
+        assert state is not None
+        self._add_to_group(doc, state)
+
+    def _restore_fringe(self, doc: int, dstate: str | None) -> None:
+        self._doc_state_list[doc] = dstate if dstate is not None else "seed"
+        self._requeue(doc)
+
+    def _taken(self, doc: int) -> None:
+        """Bookkeeping when a fringe document leaves the fringe (popped, or reported directly)."""
+        state = self._doc_state_list[doc]
+        assert state is not None
+        gid = self._group_ids[(self._host_id[doc], state)]
+        self._group_live[gid] -= 1
+        self._fringe_n -= 1
+        if self._group_live[gid] == 0:
+            self._groups.remove(gid)
+            self._group_docs[gid].clear()
+        if self._explore:
+            pos = self._fringe_pos.pop(doc)
+            last = self._fringe_arr.pop()
+            if last != doc:
+                self._fringe_arr[pos] = last
+                self._fringe_pos[last] = pos
+
+    def _remove_fringe(self, doc: int) -> None:
+        self._taken(doc)
+
+    def _pop_fringe(self, host_ready: Callable[[int], bool] | None) -> int | None:
+        if self._explore and self._fringe_arr and self.rng.random() < self.config.epsilon:
+            doc = self._fringe_arr[self.rng.randrange(len(self._fringe_arr))]
+            if host_ready is None or host_ready(self._host_id[doc]):
+                self._taken(doc)
+                return doc
+        gid = self._groups.pop(host_ready)
+        if gid is None:
+            return None
+        docs = self._group_docs[gid]
+        status = self._status
+        while True:
+            doc = docs.popleft()
+            if status[doc] == _FRINGE and self._doc_state_list[doc] == self._group_key[gid][1]:
+                break
+        self._taken(doc)  # removes the group when it empties
+        if self._group_live[gid] > 0:
+            self._groups.push(gid, self.q.index(self._group_key[gid][1]), self._group_key[gid][0])
+        return doc
+
+    def _rekey_state(self, state: str) -> None:
+        value = self.q.index(state)
+        for gid in self._state_groups.get(state, ()):
+            if self._group_live[gid] > 0:
+                self._groups.push(gid, value, self._group_key[gid][0])
+
+    def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
+        cfg = self.config
+        state = self._doc_state_list[doc] if was_fringe else RETRIEVED_STATE
+        if state is None:  # reported without ever being queued (redirect target): nothing to credit
+            return
+        q = self.q
+        q_next = q.value(RETRIEVED_STATE) if self.recrawl_index is not None else 0.0
+        child_states = self._doc_state_list
+        bonus = [q.value(child_states[c]) for c in children]  # type: ignore[arg-type]
+        # Eq. 10, active control, with the child-discovery bonus
+        q.set(state, 1, q_update(q.get(state, 1), g, q_next, bonus, alpha=cfg.alpha, gamma=cfg.gamma))
+        if was_fringe:
+            # Eq. 10, passive control: reward 0, same state, next control active
+            q.set(state, 0, q_update(q.get(state, 0), 0.0, q.get(state, 1), (), alpha=cfg.alpha_passive,
+                                     gamma=cfg.gamma))
+            self._rekey_state(state)
+
+    # -- Q-table persistence ---------------------------------------------------------------------------
+
+    def _q_dict(self) -> dict[str, Any] | None:
+        return self.q.to_dict()
+
+    def _load_q_dict(self, data: Any) -> None:
+        if data is not None:
+            self.q = QTable.from_dict(data)
+
+    def save_q(self, path: str | os.PathLike[str]) -> None:
+        self.q.save(path)
+
+    def load_q(self, path: str | os.PathLike[str]) -> None:
+        self.q = QTable.load(path)
+        for state in self._state_groups:
+            self._rekey_state(state)
+
+
+def make_controller(
+    policy: str,
+    *,
+    rng: random.Random,
+    config: ControllerConfig | None = None,
+    oracle: Oracle | None = None,
+    recrawl_index: RecrawlIndex | None = None,
+    q: QTable | None = None,
+) -> _Controller:
+    """Build a request controller by policy name (one of :data:`POLICIES`)."""
+    cfg = config if config is not None else ControllerConfig()
+    common: dict[str, Any] = {"rng": rng, "config": cfg, "recrawl_index": recrawl_index}
+    if policy == "whittle":
+        return WhittleController(q=q, **common)
+    if policy == "bfs":
+        return BreadthFirstController(**common)
+    if policy == "random":
+        return RandomController(**common)
+    if policy == "greedy-parent":
+        return GreedyParentController(**common)
+    if policy == "greedy-oracle":
+        if oracle is None:
+            raise ValueError("policy 'greedy-oracle' needs an oracle relevance function")
+        return GreedyOracleController(oracle=oracle, **common)
+    raise ValueError(f"unknown policy {policy!r}; choose one of {POLICIES}")

@@ -1,0 +1,94 @@
+"""A tabular Q-function over (local state, control) that persists across crawls as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from oasis.robot.scheduling.equations import whittle_index
+
+FORMAT = "oasis-qtable/1"
+
+
+class QTable:
+    """``Q(x, u)`` for string states x and controls u in {0 (passive), 1 (active)}; unknown states read as
+    ``q_init``. Also counts the active updates per state (useful for diagnostics and step sizes)."""
+
+    __slots__ = ("_q", "q_init")
+
+    def __init__(self, q_init: float = 0.0) -> None:
+        self.q_init = float(q_init)
+        self._q: dict[str, list[float]] = {}  # state -> [Q(x,0), Q(x,1), visits]
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def __contains__(self, state: object) -> bool:
+        return state in self._q
+
+    def get(self, state: str, u: int) -> float:
+        row = self._q.get(state)
+        if row is None:
+            return self.q_init
+        return row[1 if u else 0]
+
+    def value(self, state: str) -> float:
+        """``max_u Q(x, u)``: the value of a state under the greedy control."""
+        row = self._q.get(state)
+        if row is None:
+            return self.q_init
+        return max(row[0], row[1])
+
+    def index(self, state: str) -> float:
+        """Eq. 9: the Whittle index of the state."""
+        row = self._q.get(state)
+        if row is None:
+            return whittle_index(self.q_init, self.q_init)
+        return whittle_index(row[1], row[0])
+
+    def set(self, state: str, u: int, value: float) -> None:
+        row = self._q.get(state)
+        if row is None:
+            row = [self.q_init, self.q_init, 0.0]
+            self._q[state] = row
+        row[1 if u else 0] = float(value)
+        if u:
+            row[2] += 1.0
+
+    def visits(self, state: str) -> int:
+        row = self._q.get(state)
+        return 0 if row is None else int(row[2])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "q_init": self.q_init, "q": {k: list(v) for k, v in self._q.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QTable:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"not a Q-table (expected format {FORMAT!r})")
+        table = cls(float(data.get("q_init", 0.0)))
+        raw = data.get("q", {})
+        if not isinstance(raw, dict):
+            raise ValueError("Q-table field 'q' must be an object")
+        for state, row in raw.items():
+            if not (isinstance(row, list) and len(row) == 3):
+                raise ValueError(f"bad Q-table row for state {state!r}: {row!r}")
+            table._q[str(state)] = [float(row[0]), float(row[1]), float(row[2])]
+        return table
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write atomically (temp file + rename) so that a crash never leaves half a table."""
+        target = Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict()), encoding="utf-8")
+        os.replace(tmp, target)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> QTable:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON: {exc}") from exc
+        return cls.from_dict(data)
