@@ -7,17 +7,19 @@ bound address to ``address_file`` (JSON) once it is SERVING, which is how the la
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -39,6 +41,7 @@ class ServerConfig:
     # health probes see it), then in-flight calls get grace_seconds to finish.
     not_serving_seconds: float = 0.2
     address_file: Path | None = None
+    security: Security = field(default_factory=lambda: Security.from_env())
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -49,6 +52,149 @@ class ServerConfig:
             raise ValueError("grace_seconds and not_serving_seconds must be >= 0")
         if self.max_message_bytes < 1024:
             raise ValueError("max_message_bytes must be >= 1024")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Security:
+    """Transport security and authentication between Oasis services (off by default: loopback only).
+
+    - ``tls_cert``/``tls_key``: the server presents this certificate (PEM); clients then need ``tls_ca``.
+    - ``tls_ca``: clients verify servers against this CA bundle (PEM) and connect with TLS.
+    - ``token``: a shared secret; servers refuse calls without ``authorization: Bearer <token>``
+      (UNAUTHENTICATED), except the standard health service, so probes keep working.
+
+    Built from the environment (``OASIS_TLS_CERT``, ``OASIS_TLS_KEY``, ``OASIS_TLS_CA``, ``OASIS_TOKEN``) so
+    the launcher hands one setting to every process of a cluster.
+    """
+
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_ca: Path | None = None
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        if self.token is not None and (not self.token or any(c.isspace() for c in self.token)):
+            raise ValueError("token must be non-empty and contain no whitespace")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Security:
+        env = os.environ if env is None else env
+
+        def path(name: str) -> Path | None:
+            value = env.get(name)
+            return Path(value) if value else None
+
+        return cls(
+            tls_cert=path("OASIS_TLS_CERT"),
+            tls_key=path("OASIS_TLS_KEY"),
+            tls_ca=path("OASIS_TLS_CA"),
+            token=env.get("OASIS_TOKEN") or None,
+        )
+
+    def server_credentials(self) -> grpc.ServerCredentials | None:
+        if self.tls_cert is None or self.tls_key is None:
+            return None
+        return grpc.ssl_server_credentials([(self.tls_key.read_bytes(), self.tls_cert.read_bytes())])
+
+
+AUTH_HEADER = "authorization"
+UNAUTHENTICATED_EXEMPT = ("/grpc.health.v1.Health/",)
+
+
+class TokenAuthInterceptor(grpc.ServerInterceptor):
+    """Refuse every call (but health checks) that lacks the shared bearer token."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None or details.method.startswith(UNAUTHENTICATED_EXEMPT):
+            return handler
+        metadata = dict(details.invocation_metadata or ())
+        given = str(metadata.get(AUTH_HEADER, "")).encode()
+        if hmac.compare_digest(given, self._expected):
+            return handler
+        return _deny(handler, "missing or wrong bearer token" if given else "authentication required")
+
+
+def _deny(handler: Any, message: str) -> Any:
+    def abort(request: Any, context: grpc.ServicerContext) -> Any:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    kwargs = {
+        "request_deserializer": handler.request_deserializer,
+        "response_serializer": handler.response_serializer,
+    }
+    if handler.request_streaming and handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(abort, **kwargs)
+    if handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(abort, **kwargs)
+    if handler.response_streaming:
+        return grpc.unary_stream_rpc_method_handler(abort, **kwargs)
+    return grpc.unary_unary_rpc_method_handler(abort, **kwargs)
+
+
+class _TokenClientInterceptor(
+    grpc.UnaryUnaryClientInterceptor,
+    grpc.UnaryStreamClientInterceptor,
+    grpc.StreamUnaryClientInterceptor,
+    grpc.StreamStreamClientInterceptor,
+):
+    def __init__(self, token: str) -> None:
+        self._header = (AUTH_HEADER, f"Bearer {token}")
+
+    def _details(self, details: Any) -> Any:
+        metadata = [*(details.metadata or ()), self._header]
+        return _CallDetails(
+            details.method,
+            details.timeout,
+            metadata,
+            details.credentials,
+            getattr(details, "wait_for_ready", None),
+            getattr(details, "compression", None),
+        )
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details), request)
+
+    def intercept_stream_unary(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+    def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
+        return continuation(self._details(details), requests)
+
+
+@dataclass(frozen=True)
+class _CallDetails(grpc.ClientCallDetails):
+    method: str
+    timeout: float | None
+    metadata: Any
+    credentials: Any
+    wait_for_ready: Any
+    compression: Any
+
+
+def open_channel(
+    address: str, security: Security | None = None, max_message_bytes: int = MAX_MESSAGE_BYTES
+) -> grpc.Channel:
+    """A client channel to another Oasis service: TLS when a CA is configured, the bearer token when one is,
+    and the same explicit message limits as the servers."""
+    security = Security.from_env() if security is None else security
+    options = channel_options(max_message_bytes)
+    if security.tls_ca is not None:
+        creds = grpc.ssl_channel_credentials(root_certificates=security.tls_ca.read_bytes())
+        channel = grpc.secure_channel(address, creds, options=options)
+    else:
+        channel = grpc.insecure_channel(address, options=options)
+    if security.token:
+        channel = grpc.intercept_channel(channel, _TokenClientInterceptor(security.token))
+    return channel
 
 
 def channel_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
@@ -100,10 +246,12 @@ def build_server(
     ``add_servicers`` registers the service's servicers on the server and returns their full service names
     (e.g. ``oasis.v1.Engine``) for health and reflection.
     """
+    interceptors = [TokenAuthInterceptor(config.security.token)] if config.security.token else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="grpc"),
         options=channel_options(config.max_message_bytes),
         maximum_concurrent_rpcs=config.max_workers * 4,
+        interceptors=interceptors,
     )
     names = tuple(add_servicers(server))
     health_servicer = health.HealthServicer()
@@ -111,7 +259,11 @@ def build_server(
     reflection.enable_server_reflection(
         (*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server
     )
-    port = server.add_insecure_port(f"{config.host}:{config.port}")
+    credentials = config.security.server_credentials()
+    if credentials is None:
+        port = server.add_insecure_port(f"{config.host}:{config.port}")
+    else:
+        port = server.add_secure_port(f"{config.host}:{config.port}", credentials)
     if port == 0:
         raise OSError(f"could not bind {config.host}:{config.port}")
     server.start()
