@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from oasis.service import channel_options
+from oasis.service import open_channel
 from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc, robot_pb2, robot_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class SearchResult:
 
 class BrokerClient:
     def __init__(self, address: str) -> None:
-        self._channel = grpc.insecure_channel(address, options=channel_options())
+        self._channel = open_channel(address)
         self._stub = broker_pb2_grpc.BrokerStub(self._channel)
 
     def close(self) -> None:
@@ -95,7 +95,7 @@ class IndexReport:
 
 class EngineClient:
     def __init__(self, address: str) -> None:
-        self._channel = grpc.insecure_channel(address, options=channel_options())
+        self._channel = open_channel(address)
         self._stub = engine_pb2_grpc.EngineStub(self._channel)
 
     def close(self) -> None:
@@ -154,7 +154,7 @@ class RobotState:
 
 class RobotClient:
     def __init__(self, address: str) -> None:
-        self._channel = grpc.insecure_channel(address, options=channel_options())
+        self._channel = open_channel(address)
         self._stub = robot_pb2_grpc.RobotStub(self._channel)
 
     def close(self) -> None:

@@ -24,6 +24,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from oasis.config import ClusterConfig
+from oasis.service import open_channel
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class ServiceRecord:
 def health_status(address: str, timeout: float = 1.0, service: str = "") -> str:
     """``SERVING`` / ``NOT_SERVING`` / ``UNKNOWN`` from the standard health service, or ``UNREACHABLE``."""
     try:
-        with grpc.insecure_channel(address) as channel:
+        with open_channel(address) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=timeout
             )
