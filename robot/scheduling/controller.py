@@ -433,6 +433,7 @@ class _Controller:
             "policy": self.name,
             "docs": docs,
             "seq": self._seq,
+            "fringe": self._fringe_order(),
             "reward": [self._reward_sum, self._reward_n],
             "q": self._q_dict(),
         }
@@ -445,7 +446,7 @@ class _Controller:
         if self._urls:
             raise ValueError("load_state needs a fresh controller")
         self._load_q_dict(state.get("q"))
-        fringe: list[tuple[int, str | None]] = []
+        states: dict[int, str | None] = {}
         for row in state["docs"]:
             url, st, rel, prel, depth, key, fetches, changes, first, last, dstate = row
             doc = self._new_doc(str(url), float(prel), int(depth))
@@ -457,12 +458,14 @@ class _Controller:
             self._first_fetch[doc] = float(first)
             self._last_fetch[doc] = float(last)
             if st == _FRINGE:
-                fringe.append((doc, dstate))
+                states[doc] = dstate
         self._seq = int(state.get("seq", 0))
         self._reward_sum, n = state.get("reward", [0.0, 0])
         self._reward_n = int(n)
-        for doc, dstate in fringe:
-            self._restore_fringe(doc, dstate)
+        order = [int(d) for d in state.get("fringe", [])]
+        order += [d for d in states if d not in set(order)]
+        for doc in order:
+            self._restore_fringe(doc, states[doc])
         if self.recrawl_index is not None:
             for doc, st in enumerate(self._status):
                 if st == _RETRIEVED:
@@ -470,6 +473,10 @@ class _Controller:
 
     def _doc_state(self, doc: int) -> str | None:
         return None
+
+    def _fringe_order(self) -> list[int]:
+        """Fringe documents in queue order (in-flight ones last), so a restore keeps tie order."""
+        raise NotImplementedError
 
     def _restore_fringe(self, doc: int, dstate: str | None) -> None:
         self._requeue(doc)
@@ -513,6 +520,10 @@ class _KeyedController(_Controller):
 
     def frontier_size(self) -> int:
         return len(self._fringe)
+
+    def _fringe_order(self) -> list[int]:
+        flight = [d for d, s in enumerate(self._status) if s == _FLIGHT]
+        return self._fringe.ordered() + flight
 
 
 class BreadthFirstController(_KeyedController):
@@ -611,6 +622,14 @@ class WhittleController(_Controller):
 
     def frontier_size(self) -> int:
         return self._fringe_n
+
+    def _fringe_order(self) -> list[int]:
+        out: list[int] = []
+        status, states = self._status, self._doc_state_list
+        for gid in self._groups.ordered():
+            want = self._group_key[gid][1]
+            out += [d for d in self._group_docs[gid] if status[d] == _FRINGE and states[d] == want]
+        return out + [d for d, s in enumerate(status) if s == _FLIGHT]
 
     def index_of(self, url: str) -> float:
         """v(x) of a known fringe document (diagnostics)."""

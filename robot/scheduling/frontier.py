@@ -49,6 +49,10 @@ class Frontier:
     def host(self, item: int) -> int:
         return self._host_of[item]
 
+    def ordered(self) -> list[int]:
+        """Live items in the order ``pop`` would return them with every host ready (O(n log n))."""
+        return [item for _, _, item in sorted((-p, s, i) for i, (p, s) in self._live.items())]
+
     def push(self, item: int, priority: float, host: int = 0) -> None:
         """Insert ``item`` or change its priority (a host change is honoured too)."""
         old = self._live.get(item)

@@ -1,0 +1,196 @@
+"""The request controllers: orders, learning (hand-worked Eq. 10 updates), politeness, checkpoints."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from oasis.robot.scheduling import (
+    ControllerConfig,
+    Discovered,
+    FetchOutcome,
+    RecrawlArm,
+    make_controller,
+)
+from oasis.robot.scheduling.controller import WhittleController
+
+A, B, C, D, E = (f"http://h{i % 2}/{n}" for i, n in enumerate("abcde"))
+
+
+def links(*urls: str, anchor_rel: float = 0.0) -> list[Discovered]:
+    return [Discovered(u, anchor_relevance=anchor_rel) for u in urls]
+
+
+def crawl(policy: str, **kw: object) -> list[str]:
+    """Seed A; A -> B, C; B -> D; C -> E with relevances A .1, B .2, C .9, D 1.0, E .3."""
+    rel = {A: 0.1, B: 0.2, C: 0.9, D: 1.0, E: 0.3}
+    out = {A: [B, C], B: [D], C: [E], D: [], E: []}
+    ctl = make_controller(policy, rng=random.Random(1), oracle=rel.get, **kw)  # type: ignore[arg-type]
+    ctl.add_seeds([A])
+    order: list[str] = []
+    t = 0.0
+    while batch := ctl.next_batch(1, t):
+        for url in batch:
+            order.append(url)
+            ctl.report(FetchOutcome(url, "new", rel[url], links(*out[url])), t)
+        t += 1
+    assert ctl.frontier_size() == 0 and ctl.in_flight() == 0
+    return order
+
+
+def test_baseline_orders() -> None:
+    assert crawl("bfs") == [A, B, C, D, E]
+    assert crawl("greedy-oracle") == [A, C, E, B, D]
+    assert crawl("greedy-parent") == [A, B, D, C, E]  # B, C tie on parent relevance 0.1 (FIFO); D's parent .2
+    assert sorted(crawl("random")) == sorted([A, B, C, D, E])
+
+
+def test_whittle_first_updates_hand_worked() -> None:
+    cfg = ControllerConfig(state="parent", alpha=0.5, gamma=0.5)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
+    assert isinstance(ctl, WhittleController)
+    ctl.add_seeds([A])
+    assert ctl.next_batch(3, 0.0) == [A]
+    assert ctl.report(FetchOutcome(A, "new", 0.4, links(B, C)), 0.0) == [B, C]
+    # Eq. 10 for state "seed": 0.5 * 0 + 0.5 * (0.4 + 0.5 * (0 + Q(p:A) + Q(p:A))) = 0.2
+    assert ctl.q.get("seed", 1) == pytest.approx(0.2)
+    # passive: 0 + 0.5 * Q(seed, 1) = 0.1 (alpha_passive 1); Eq. 9 index 0.1
+    assert ctl.q.get("seed", 0) == pytest.approx(0.1)
+    assert ctl.q.index("seed") == pytest.approx(0.1)
+    assert ctl.next_batch(1, 1.0) == [B]
+    # B discovers D (new) and C again (not new: no bonus for C)
+    assert ctl.report(FetchOutcome(B, "new", 0.8, links(D, C)), 1.0) == [D]
+    # state p:A: 0.5 * 0 + 0.5 * (0.8 + 0.5 * (0 + Q(p:B)=0)) = 0.4
+    assert ctl.q.get(f"p:{A}", 1) == pytest.approx(0.4)
+    assert ctl.index_of(C) == pytest.approx(0.2)  # C's state p:A was re-keyed: 0.4 - 0.5 * 0.4
+    # C fetched next: its group index 0.2 beats D's unvisited p:B (0)
+    assert ctl.next_batch(1, 2.0) == [C]
+    ctl.report(FetchOutcome(C, "new", 0.0, []), 2.0)
+    # p:A again: 0.5 * 0.4 + 0.5 * (0 + 0) = 0.2
+    assert ctl.q.get(f"p:{A}", 1) == pytest.approx(0.2)
+
+
+def test_learning_over_traversals_finds_the_hub() -> None:
+    """A hub with low relevance leads to 5 relevant pages; a decoy with higher relevance leads nowhere.
+    After a few traversals the learned index must fetch the hub before the decoy; greedy never does."""
+    seed, hub, decoy = "http://s/", "http://s/hub", "http://s/decoy"
+    kids = [f"http://s/k{i}" for i in range(5)]
+    junk = [f"http://s/j{i}" for i in range(5)]
+    rel = {seed: 0.0, hub: 0.05, decoy: 0.3, **{k: 0.9 for k in kids}, **{j: 0.0 for j in junk}}
+    out = {seed: [decoy, hub], hub: kids, decoy: junk}
+    cfg = ControllerConfig(state="url", alpha=0.5, gamma=0.5)
+    q = None
+    orders = []
+    for _ in range(4):
+        ctl = make_controller("whittle", rng=random.Random(0), config=cfg, q=q)
+        assert isinstance(ctl, WhittleController)
+        q = ctl.q
+        ctl.add_seeds([seed])
+        order = []
+        while batch := ctl.next_batch(1, 0.0):
+            order += batch
+            ctl.report(FetchOutcome(batch[0], "new", rel[batch[0]], links(*out.get(batch[0], []))), 0.0)
+        orders.append(order)
+    assert orders[-1].index(hub) < orders[-1].index(decoy)
+    assert orders[-1][:7] == [seed, hub, *kids]
+    assert crawl("greedy-parent")  # sanity of the helper
+    gp = make_controller("greedy-oracle", rng=random.Random(0), oracle=rel.get)
+    gp.add_seeds([seed])
+    first = gp.next_batch(1, 0.0)
+    gp.report(FetchOutcome(first[0], "new", 0.0, links(*out[seed])), 0.0)
+    assert gp.next_batch(1, 0.0) == [decoy]
+
+
+def test_host_ready_and_defer() -> None:
+    ctl = make_controller("bfs", rng=random.Random(0))
+    ctl.add_seeds(["http://a/1", "http://a/2", "http://b/1"])
+    assert ctl.next_batch(3, 0.0, host_ready=lambda h: h != "a") == ["http://b/1"]
+    got = ctl.next_batch(1, 0.0)
+    assert got == ["http://a/1"] and ctl.in_flight() == 2
+    ctl.defer("http://a/1")
+    assert ctl.frontier_size() == 2 and ctl.in_flight() == 1
+    assert ctl.next_batch(5, 0.0) == ["http://a/1", "http://a/2"]
+    with pytest.raises(KeyError):
+        ctl.defer("http://nowhere/")
+    ctl.report(FetchOutcome("http://a/1", "new", 0.1, []), 0.0)
+    with pytest.raises(ValueError):
+        ctl.defer("http://a/1")
+
+
+@pytest.mark.parametrize("policy", ["whittle", "bfs", "greedy-parent"])
+def test_checkpoint_roundtrip_continues_identically(policy: str, tmp_path: Path) -> None:
+    rel = {f"http://h/{i}": (i % 7) / 7 for i in range(40)}
+
+    def outlinks(url: str) -> list[Discovered]:
+        i = int(url.rsplit("/", 1)[1])
+        return links(*[f"http://h/{j}" for j in (2 * i + 1, 2 * i + 2, (i * 5) % 40) if j < 40])
+
+    def run(ctl: object, steps: int) -> list[str]:
+        order: list[str] = []
+        for t in range(steps):
+            for url in ctl.next_batch(2, float(t)):  # type: ignore[attr-defined]
+                order.append(url)
+                ctl.report(FetchOutcome(url, "new", rel[url], outlinks(url)), float(t))  # type: ignore[attr-defined]
+        return order
+
+    cfg = ControllerConfig(state="parent")
+    a = make_controller(policy, rng=random.Random(3), config=cfg)
+    a.add_seeds(["http://h/0"])
+    run(a, 5)
+    snap = json.loads(json.dumps(a.state_dict()))
+    b = make_controller(policy, rng=random.Random(3), config=cfg)
+    b.load_state(snap)
+    assert b.frontier_size() == a.frontier_size()
+    assert run(b, 30) == run(a, 30)
+    if policy == "whittle":
+        a.save_q(tmp_path / "q.json")
+        c = make_controller(policy, rng=random.Random(3), config=cfg)
+        c.load_q(tmp_path / "q.json")
+        assert c.q.to_dict() == a.q.to_dict()  # type: ignore[attr-defined]
+    else:
+        with pytest.raises(NotImplementedError):
+            a.save_q(tmp_path / "q.json")
+
+
+def test_recrawl_hook_puts_retrieved_documents_in_the_same_queue() -> None:
+    calls: list[RecrawlArm] = []
+
+    def index(arm: RecrawlArm, now: float) -> float:
+        calls.append(arm)
+        return arm.relevance * (now - arm.last_fetch)  # grows while the copy ages
+
+    ctl = make_controller("greedy-parent", rng=random.Random(0), recrawl_index=index,
+                          config=ControllerConfig(recrawl_refresh=1.0))
+    ctl.add_seeds(["http://a/"])
+    ctl.next_batch(1, 0.0)
+    ctl.report(FetchOutcome("http://a/", "new", 0.9, links("http://a/x")), 0.0)
+    assert ctl.recrawl_size() == 0  # index 0 right after the fetch: passive
+    # at t=5 the re-crawl index 0.9 * 5 beats the fringe (parent relevance 0.9)
+    assert ctl.next_batch(1, 5.0) == ["http://a/"]
+    ctl.report(FetchOutcome("http://a/", "modified", 0.5, []), 5.0)
+    assert calls[-1].fetches == 2 and calls[-1].changes == 1 and calls[-1].relevance == 0.5
+    assert ctl.next_batch(1, 5.0) == ["http://a/x"]
+    ctl.report(FetchOutcome("http://a/x", "deleted", 0.0, []), 6.0)
+    assert ctl.status("http://a/x") == "gone"
+
+
+def test_bad_input() -> None:
+    with pytest.raises(ValueError):
+        make_controller("nope", rng=random.Random(0))
+    with pytest.raises(ValueError):
+        make_controller("greedy-oracle", rng=random.Random(0))
+    with pytest.raises(ValueError):
+        ControllerConfig(gamma=1.0)
+    with pytest.raises(ValueError):
+        ControllerConfig(state="nope")
+    ctl = make_controller("bfs", rng=random.Random(0))
+    with pytest.raises(ValueError):
+        ctl.report(FetchOutcome("http://a/", "new", -1.0, []), 0.0)
+
+
+def test_epsilon_exploration_still_visits_everything_once() -> None:
+    order = crawl("whittle", config=ControllerConfig(epsilon=0.5))
+    assert sorted(order) == sorted([A, B, C, D, E]) and len(order) == 5
