@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 
-from oasis.service import channel_options
+from oasis.service import open_channel
 from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ class DirectoryClient:
     """Thin adapter over the Directory stub: always a timeout, grpc.RpcError -> DirectoryUnavailable."""
 
     def __init__(self, address: str, *, timeout: float = 2.0) -> None:
-        self._channel = grpc.insecure_channel(address, options=channel_options())
+        self._channel = open_channel(address)
         self._stub = directory_pb2_grpc.DirectoryStub(self._channel)
         self._timeout = timeout
         self.address = address
@@ -146,4 +146,5 @@ class Registration:
                 self._client.deregister(self._name)
             except DirectoryUnavailable as exc:
                 logger.warning("could not deregister: %s", exc)
+        self._registered = False
         self._client.close()

@@ -55,9 +55,9 @@ def summary_to_proto(summary: Summary) -> common_pb2.TopicSummary:
     )
 
 
-def ack_to_proto(result: CommitResult) -> engine_pb2.IndexAck:
+def ack_to_proto(result: CommitResult, through: int | None = None) -> engine_pb2.IndexAck:
     return engine_pb2.IndexAck(
-        acked_through=result.acked_through,
+        acked_through=max(result.acked_through, through if through is not None else -1),
         added=result.added,
         replaced=result.replaced,
         deleted=result.deleted,
@@ -115,12 +115,13 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
             if request.WhichOneof("op") is not None or not request.flush:
                 buffer.append(op_from_proto(request, self._config))
             if buffer and (request.flush or len(buffer) >= self._config.batch_size):
-                yield ack_to_proto(self._commit(buffer, context))
+                # everything through last_seq is now committed: buffered ops, and any bare flush request
+                yield ack_to_proto(self._commit(buffer, context), through=last_seq)
                 buffer = []
             elif request.flush:  # a bare flush with nothing buffered: everything up to here is durable
                 yield engine_pb2.IndexAck(acked_through=request.seq)
         if buffer:
-            yield ack_to_proto(self._commit(buffer, context))
+            yield ack_to_proto(self._commit(buffer, context), through=last_seq)
 
     def _commit(self, buffer: list[Op], context: grpc.ServicerContext) -> CommitResult:
         try:
