@@ -1,0 +1,95 @@
+"""The robot's one configuration object (frozen, keyword-only, validated)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_USER_AGENT = "OasisRobot/0.1 (+https://example.invalid/oasis; topic-specific research crawler)"
+ROBOTS_AGENT = "OasisRobot"  # the product token matched against robots.txt User-agent lines
+
+
+@dataclass(frozen=True, kw_only=True)
+class RobotConfig:
+    """Everything the live robot needs besides its collaborators (engine client, clock, RNG).
+
+    Politeness: at most one request in flight per host, and the next request to a host starts no sooner than
+    ``max(min_delay, Crawl-delay)`` seconds after the previous one to that host *finished* (so the gap
+    between two requests as the server sees them is never below the delay). ``politeness=False`` drops the
+    delay and the per-host limit (benchmarks against a local server only); robots.txt is still obeyed.
+    """
+
+    name: str = "robot"
+    user_agent: str = DEFAULT_USER_AGENT
+    robots_agent: str = ROBOTS_AGENT
+    policy: str = "whittle"
+    politeness: bool = True
+    min_delay: float = 1.0  # seconds between requests to one host
+    max_crawl_delay: float = 30.0  # a robots.txt Crawl-delay above this is clamped to it
+    max_in_flight: int = 8  # upper bound of the fetcher controller's target
+    per_host_in_flight: int = 1  # with politeness on
+    connect_timeout: float = 5.0
+    read_timeout: float = 10.0  # between two bytes
+    total_timeout: float = 30.0  # whole response, so a slowloris server cannot hold a fetcher forever
+    max_bytes: int = 2 * 1024 * 1024  # DECODED body bytes kept per response; longer bodies are cut
+    max_robots_bytes: int = 512 * 1024  # robots.txt beyond this is cut (as Google does at 500 KiB)
+    max_redirects: int = 5  # redirect hops followed from one requested URL
+    robots_retry: float = 60.0  # robots.txt unavailable (5xx, timeout): retry the host after this
+    robots_max_failures: int = 3  # then give the host up
+    max_backoff: float = 600.0  # cap of one back-off after 429/503
+    refuse_private: bool = False  # refuse hosts resolving to private/loopback addresses
+    allowed_hosts: frozenset[str] | None = None  # host[:port] in scope; None = any host
+    content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
+    max_pages: int = 0  # 0 = no limit
+    checkpoint_interval: int = 100  # pages processed between checkpoints
+    index_batch: int = 32  # documents per acknowledged Index batch
+    index_flush_seconds: float = 2.0  # ... or sooner when the oldest unsent document is this old
+    max_response_queue: int = 64  # responses waiting for the processor (memory bound)
+    target_queue: int = 2  # the fetcher controller's target response-queue length
+    process_batch: int = 16  # responses the processor takes at once (one Score call)
+    engine_timeout: float = 30.0
+    state_dir: Path | None = None
+    extra: dict[str, float] = field(default_factory=dict)  # controller config passthrough
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("name must not be empty")
+        if not self.user_agent or not self.robots_agent:
+            raise ValueError("user_agent and robots_agent must not be empty")
+        for attr in ("min_delay", "max_crawl_delay", "robots_retry", "max_backoff"):
+            if getattr(self, attr) < 0:
+                raise ValueError(f"{attr} must be >= 0, got {getattr(self, attr)}")
+        for attr in (
+            "connect_timeout",
+            "read_timeout",
+            "total_timeout",
+            "index_flush_seconds",
+            "engine_timeout",
+        ):
+            if getattr(self, attr) <= 0:
+                raise ValueError(f"{attr} must be > 0, got {getattr(self, attr)}")
+        for attr in (
+            "max_in_flight",
+            "per_host_in_flight",
+            "max_bytes",
+            "max_robots_bytes",
+            "robots_max_failures",
+            "checkpoint_interval",
+            "index_batch",
+            "max_response_queue",
+            "process_batch",
+        ):
+            if getattr(self, attr) < 1:
+                raise ValueError(f"{attr} must be >= 1, got {getattr(self, attr)}")
+        if self.max_redirects < 0 or self.max_pages < 0 or self.target_queue < 0:
+            raise ValueError("max_redirects, max_pages and target_queue must be >= 0")
+        if not self.content_types:
+            raise ValueError("content_types must not be empty")
+
+    @property
+    def host_concurrency(self) -> int:
+        return self.per_host_in_flight if self.politeness else self.max_in_flight
+
+    @property
+    def delay(self) -> float:
+        return self.min_delay if self.politeness else 0.0

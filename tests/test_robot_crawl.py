@@ -1,0 +1,159 @@
+"""The live robot end to end: real HTTP hosts on 127.0.0.1, a real engine over gRPC, the real request
+controller. Politeness and robots.txt are checked from the servers' own access logs."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from robot_testweb import (
+    LocalEngine,
+    LocalWeb,
+    endless_chunked,
+    gzip_bomb,
+    html,
+    page,
+    raw,
+    redirect,
+    slowloris,
+)
+
+from oasis.robot import fetcher as f
+from oasis.robot.config import RobotConfig
+from oasis.robot.crawler import Crawler
+from oasis.robot.engine_client import EngineClient
+from oasis.robot.scheduling import make_controller
+from oasis.v1 import engine_pb2, engine_pb2_grpc
+
+DELAY = 0.05
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[LocalEngine]:
+    e = LocalEngine(tmp_path / "index")
+    yield e
+    e.close()
+
+
+def min_gap(web: LocalWeb) -> float:
+    times = sorted(a.t for a in web.log)
+    return min((b - a for a, b in zip(times, times[1:], strict=False)), default=float("inf"))
+
+
+def search(engine: LocalEngine, query: str) -> list[str]:
+    import grpc
+
+    with grpc.insecure_channel(engine.address) as ch:
+        reply = engine_pb2_grpc.EngineStub(ch).Search(
+            engine_pb2.SearchRequest(query=query, limit=10), timeout=10
+        )
+    return [h.url for h in reply.hits]
+
+
+def make_crawler(engine: LocalEngine, tmp_path: Path, **overrides: object) -> tuple[Crawler, EngineClient]:
+    cfg: dict[str, object] = {
+        "min_delay": DELAY,
+        "max_in_flight": 4,
+        "read_timeout": 1.0,
+        "total_timeout": 2.0,
+        "connect_timeout": 1.0,
+        "state_dir": tmp_path / "state",
+        "checkpoint_interval": 5,
+        "index_flush_seconds": 0.2,
+        "max_bytes": 256 * 1024,
+    }
+    cfg.update(overrides)
+    config = RobotConfig(**cfg)  # type: ignore[arg-type]
+    client = EngineClient(engine.address, timeout=10)
+    return Crawler(config, make_controller("whittle", rng=random.Random(1)), client), client
+
+
+def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tmp_path: Path) -> None:
+    a, b = LocalWeb().start(), LocalWeb().start()
+    try:
+        a.routes.update(
+            {
+                "/robots.txt": page(
+                    "User-agent: *\nDisallow: /private/\nCrawl-delay: 0.1\n", ctype="text/plain"
+                ),
+                "/": page(
+                    html(
+                        "Database home",
+                        "SQL databases and query planning",
+                        [
+                            "/sql.html|SQL query language",
+                            "/private/secret.html|secret",
+                            "/moved|moved",
+                            "/loop1|loop",
+                            "/bomb|bomb",
+                            "/chunked|chunked",
+                            "/slow|slow",
+                            "/pdf|pdf",
+                            "/binary|binary",
+                            "/gone|gone",
+                            "/boom|boom",
+                            "/ftp|ftp",
+                            "mailto:x@example.org|mail",
+                            "ftp://example.org/file|ftp link",
+                            b.url("/") + "|other host",
+                            "http://outside.invalid/|outside",
+                        ],
+                    )
+                ),
+                "/sql.html": page(html("SQL", "SQL query transaction index table database", ["/|home"])),
+                "/private/secret.html": page(html("Secret", "never fetch me")),
+                "/moved": redirect("/target.html", 301),
+                "/target.html": page(html("Target", "database transaction isolation levels")),
+                "/loop1": redirect("/loop2"),
+                "/loop2": redirect("/loop1"),
+                "/bomb": gzip_bomb(32),
+                "/chunked": endless_chunked,
+                "/slow": slowloris(10.0, 0.3),
+                "/pdf": page("%PDF-1.4 ...", ctype="application/pdf"),
+                "/binary": raw(bytes(range(256)) * 64),
+                "/gone": page("gone", status=410),
+                "/boom": page("server error", status=500),
+                "/ftp": redirect("ftp://example.org/file"),
+            }
+        )
+        b.routes.update(
+            {
+                "/robots.txt": page("not found", status=404, ctype="text/plain"),
+                "/": page(html("B home", "index scans and btree indexes", ["/b1.html|btree index"])),
+                "/b1.html": page(html("Btree", "btree index database table sql")),
+            }
+        )
+        crawler, client = make_crawler(engine, tmp_path, allowed_hosts=frozenset({a.host, b.host}))
+        try:
+            crawler.add_seeds([a.url("/")])
+            status = crawler.run(timeout=60)
+        finally:
+            crawler.close()
+            client.close()
+
+        assert status.state == "done"
+        # robots.txt obeyed, fetched first on each host
+        assert "/private/secret.html" not in a.paths()
+        assert a.paths()[0] == "/robots.txt" and b.paths()[0] == "/robots.txt"
+        assert status.errors[f.ROBOTS_DISALLOWED] == 1
+        # politeness: Crawl-delay 0.1 on a, min_delay on b, measured by the servers
+        assert min_gap(a) >= 0.1
+        assert min_gap(b) >= DELAY
+        # every hostile page recorded by kind, none stopped the crawl
+        for kind in (f.TOO_LARGE, f.TIMEOUT, f.NON_HTML, f.HTTP_5XX, f.BAD_REDIRECT, f.REDIRECT):
+            assert status.errors.get(kind, 0) >= 1, (kind, status.errors)
+        assert status.errors[f.TOO_LARGE] >= 2  # gzip bomb and endless chunked
+        # redirect target crawled; the loop ended (each URL fetched once)
+        assert a.paths().count("/target.html") == 1
+        assert a.paths().count("/loop1") == 1 and a.paths().count("/loop2") == 1
+        assert "outside.invalid" not in " ".join(x.host for x in a.log + b.log)
+        # the engine answers with the right pages
+        assert a.url("/sql.html") in search(engine, "transaction")
+        assert b.url("/b1.html") in search(engine, "btree")
+        assert a.url("/target.html") in search(engine, "isolation")
+        assert status.pages_indexed >= 5
+    finally:
+        a.stop()
+        b.stop()
