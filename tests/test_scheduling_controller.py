@@ -162,8 +162,12 @@ def test_recrawl_hook_puts_retrieved_documents_in_the_same_queue() -> None:
         calls.append(arm)
         return arm.relevance * (now - arm.last_fetch)  # grows while the copy ages
 
-    ctl = make_controller("greedy-parent", rng=random.Random(0), recrawl_index=index,
-                          config=ControllerConfig(recrawl_refresh=1.0))
+    ctl = make_controller(
+        "greedy-parent",
+        rng=random.Random(0),
+        recrawl_index=index,
+        config=ControllerConfig(recrawl_refresh=1.0),
+    )
     ctl.add_seeds(["http://a/"])
     ctl.next_batch(1, 0.0)
     ctl.report(FetchOutcome("http://a/", "new", 0.9, links("http://a/x")), 0.0)

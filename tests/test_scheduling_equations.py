@@ -61,9 +61,13 @@ def test_reward_eq11_each_case() -> None:
 
 @settings(max_examples=60)
 @given(
-    q=st.floats(-5, 5), g=st.floats(0, 1), qn=st.floats(-5, 5),
-    kids=st.lists(st.floats(-5, 5), max_size=5), c=st.floats(-3, 3),
-    alpha=st.floats(0.01, 1.0), gamma=st.floats(0.0, 0.99),
+    q=st.floats(-5, 5),
+    g=st.floats(0, 1),
+    qn=st.floats(-5, 5),
+    kids=st.lists(st.floats(-5, 5), max_size=5),
+    c=st.floats(-3, 3),
+    alpha=st.floats(0.01, 1.0),
+    gamma=st.floats(0.0, 0.99),
 )
 def test_q_update_is_a_convex_combination(
     q: float, g: float, qn: float, kids: list[float], c: float, alpha: float, gamma: float
@@ -80,8 +84,14 @@ def test_relevance_bins_and_states() -> None:
     assert relevance_bin(1.0, 8) == 7
     assert relevance_bin(0.25, 8) == 4  # sqrt(0.25) * 8 = 4
     assert relevance_bin(2.0, 8) == 7
-    ctx = DiscoveryContext(url="http://h/x", parent_url="http://h/p", parent_relevance=0.25,
-                           anchor_relevance=0.0, depth=9, host="h")
+    ctx = DiscoveryContext(
+        url="http://h/x",
+        parent_url="http://h/p",
+        parent_relevance=0.25,
+        anchor_relevance=0.0,
+        depth=9,
+        host="h",
+    )
     assert make_state_extractor("parent")(ctx) == "p:http://h/p"
     assert make_state_extractor("url")(ctx) == "u:http://h/x"
     assert make_state_extractor("generalising")(ctx) == "g:pr4|ar0|d6"

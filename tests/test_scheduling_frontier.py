@@ -39,8 +39,9 @@ def test_blocked_hosts_are_skipped_and_kept() -> None:
 
 
 ops = st.lists(
-    st.tuples(st.sampled_from(["push", "remove", "pop"]), st.integers(0, 15), st.integers(0, 20),
-              st.integers(0, 2)),
+    st.tuples(
+        st.sampled_from(["push", "remove", "pop"]), st.integers(0, 15), st.integers(0, 20), st.integers(0, 2)
+    ),
     max_size=120,
 )
 

@@ -63,8 +63,13 @@ RETRIEVED_STATE = "retrieved"  # local state of every retrieved (re-crawl) arm i
 
 # document status codes
 _FRINGE, _FLIGHT, _RETRIEVED, _RECRAWL_FLIGHT, _GONE = 1, 2, 3, 4, 5
-_STATUS_NAMES = {_FRINGE: "fringe", _FLIGHT: "fringe", _RETRIEVED: "retrieved", _RECRAWL_FLIGHT: "retrieved",
-                 _GONE: "gone"}
+_STATUS_NAMES = {
+    _FRINGE: "fringe",
+    _FLIGHT: "fringe",
+    _RETRIEVED: "retrieved",
+    _RECRAWL_FLIGHT: "retrieved",
+    _GONE: "gone",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,7 @@ class ControllerConfig:
     anchor_bins: int = 4
     max_depth: int = 6
     recrawl_refresh: float = 1.0  # time between re-computations of the re-crawl indices
+    learn: bool = True  # False: use the Q-table as it is (evaluation of transferred tables)
 
     def __post_init__(self) -> None:
         if self.state not in STATE_NAMES:
@@ -381,7 +387,7 @@ class _Controller:
         return len(self._urls)
 
     def status(self, url: str) -> str:
-        """"unknown", "fringe", "retrieved" or "gone" (diagnostics and tests)."""
+        """ "unknown", "fringe", "retrieved" or "gone" (diagnostics and tests)."""
         doc = self._ids.get(url)
         return "unknown" if doc is None else _STATUS_NAMES.get(self._status[doc], "unknown")
 
@@ -423,11 +429,21 @@ class _Controller:
         for doc, url in enumerate(self._urls):
             st = self._status[doc]
             st = _FRINGE if st == _FLIGHT else (_RETRIEVED if st == _RECRAWL_FLIGHT else st)
-            docs.append([
-                url, st, self._rel[doc], self._parent_rel[doc], self._depth[doc], self._key[doc],
-                self._fetches[doc], self._changes[doc], self._first_fetch[doc], self._last_fetch[doc],
-                self._doc_state(doc),
-            ])
+            docs.append(
+                [
+                    url,
+                    st,
+                    self._rel[doc],
+                    self._parent_rel[doc],
+                    self._depth[doc],
+                    self._key[doc],
+                    self._fetches[doc],
+                    self._changes[doc],
+                    self._first_fetch[doc],
+                    self._last_fetch[doc],
+                    self._doc_state(doc),
+                ]
+            )
         return {
             "format": "oasis-controller/1",
             "policy": self.name,
@@ -725,6 +741,8 @@ class WhittleController(_Controller):
 
     def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
         cfg = self.config
+        if not cfg.learn:
+            return
         state = self._doc_state_list[doc] if was_fringe else RETRIEVED_STATE
         if state is None:  # reported without ever being queued (redirect target): nothing to credit
             return
@@ -736,8 +754,11 @@ class WhittleController(_Controller):
         q.set(state, 1, q_update(q.get(state, 1), g, q_next, bonus, alpha=cfg.alpha, gamma=cfg.gamma))
         if was_fringe:
             # Eq. 10, passive control: reward 0, same state, next control active
-            q.set(state, 0, q_update(q.get(state, 0), 0.0, q.get(state, 1), (), alpha=cfg.alpha_passive,
-                                     gamma=cfg.gamma))
+            q.set(
+                state,
+                0,
+                q_update(q.get(state, 0), 0.0, q.get(state, 1), (), alpha=cfg.alpha_passive, gamma=cfg.gamma),
+            )
             self._rekey_state(state)
 
     # -- Q-table persistence ---------------------------------------------------------------------------

@@ -1,0 +1,388 @@
+"""Discrete-time replay of a crawl over a known web graph, driving a request controller in-process.
+
+Each step t = 1..T the controller hands out up to m URLs (``next_batch``); fetching one reveals the page's
+relevance and its out-links (``report``). No gRPC, no HTTP: the same controller classes the live robot runs.
+
+The web may change (papers/002's ephemeral content; papers/004's ``V_t``): documents are modified, deleted
+and created by Poisson processes with per-document rates (:class:`ChangeModel`; all rates 0 = the static
+web of the paper's experiment). A created document becomes visible through its in-links, whose pages count
+as modified at that moment. Collection quality R, F, M (Eqs. 1-2) is tracked incrementally after every step.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from oasis.replay.metrics import freshness_from_sums, performance, quality, recall_from_sums
+from oasis.robot.scheduling.controller import Discovered, FetchOutcome, RequestController
+from oasis.robot.scheduling.equations import FetchKind
+from oasis.web.model import WebGraph
+from oasis.web.synthetic import reachable_mask
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int], None]  # called with the number of steps just completed
+
+_MODIFY, _DELETE, _CREATE = 0, 1, 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChangeModel:
+    """Poisson change processes per document; each rate is a mean per time step.
+
+    ``heterogeneous`` draws each document's rates as the mean times an Exp(1) factor (a few documents change
+    often, most rarely); otherwise every document has the mean rate.
+    """
+
+    modify_rate: float = 0.0
+    delete_rate: float = 0.0
+    create_fraction: float = 0.0  # share of non-seed documents absent at t = 0
+    create_rate: float = 0.0  # rate at which each absent document appears
+    heterogeneous: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("modify_rate", "delete_rate", "create_rate"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be finite and >= 0, got {value}")
+        if not 0.0 <= self.create_fraction < 1.0:
+            raise ValueError(f"create_fraction must be in [0, 1), got {self.create_fraction}")
+        if self.create_fraction > 0 and self.create_rate <= 0:
+            raise ValueError("create_fraction > 0 needs create_rate > 0")
+
+    @property
+    def static(self) -> bool:
+        return self.modify_rate == 0 and self.delete_rate == 0 and self.create_fraction == 0
+
+
+@dataclass
+class ReplayResult:
+    """Curves over steps t = 1..T and the fetch log."""
+
+    R: list[float]
+    F: list[float]
+    M: list[float]
+    fetched: list[int]  # node ids in fetch order (re-crawls included)
+    fetched_relevance: list[float]
+    first_fetches: int
+    recrawls: int
+    meta: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def P(self) -> float:
+        return performance(self.M)
+
+
+def reachable_from(graph: WebGraph, seeds: Sequence[int]) -> npt.NDArray[np.bool_]:
+    return reachable_mask(graph.indptr, graph.indices, np.asarray(seeds, dtype=np.int64))
+
+
+class Replay:
+    """One web graph with relevance scores, replayed against any number of controllers."""
+
+    def __init__(
+        self,
+        graph: WebGraph,
+        relevance: npt.NDArray[np.float64] | Sequence[float],
+        seeds: Sequence[int],
+        *,
+        anchor_relevance: npt.NDArray[np.float64] | Sequence[float] | None = None,
+    ) -> None:
+        """``anchor_relevance`` (optional) is aligned with ``graph.indices``: the topic relevance of the
+        anchor text of each link."""
+        rel = np.asarray(relevance, dtype=np.float64)
+        if rel.shape != (len(graph),):
+            raise ValueError(f"relevance has {rel.shape} entries for {len(graph)} pages")
+        if len(rel) and (not np.all(np.isfinite(rel)) or rel.min() < 0):
+            raise ValueError("relevance scores must be finite and >= 0")
+        if not len(seeds):
+            raise ValueError("at least one seed page is needed")
+        for s in seeds:
+            if not 0 <= int(s) < len(graph):
+                raise ValueError(f"seed {s} is not a page of the graph")
+        self.graph = graph
+        self.relevance = rel
+        self.rel_list: list[float] = rel.tolist()
+        self.seeds = [int(s) for s in seeds]
+        self.urls: list[str] = list(graph.urls)
+        self.index: dict[str, int] = {u: i for i, u in enumerate(self.urls)}
+        self.anchor: list[float] | None = None
+        if anchor_relevance is not None:
+            anchor = np.asarray(anchor_relevance, dtype=np.float64)
+            if anchor.shape != graph.indices.shape:
+                raise ValueError("anchor_relevance must have one entry per link (aligned with graph.indices)")
+            self.anchor = anchor.tolist()
+        self.reach = reachable_from(graph, self.seeds)
+        self.reachable = int(self.reach.sum())
+        self.total_relevance = float(rel[self.reach].sum())
+        self._indptr: list[int] = graph.indptr.tolist()
+        self._indices: list[int] = graph.indices.tolist()
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    def links(self, i: int) -> list[Discovered]:
+        lo, hi = self._indptr[i], self._indptr[i + 1]
+        urls = self.urls
+        ar = self.anchor
+        if ar is None:
+            return [Discovered(urls[j]) for j in self._indices[lo:hi]]
+        return [Discovered(urls[j], "", a) for j, a in zip(self._indices[lo:hi], ar[lo:hi], strict=True)]
+
+    def steps_for(self, budget: int, m: int) -> int:
+        """T = ceil(budget / m) steps."""
+        if m < 1 or budget < 0:
+            raise ValueError("m must be >= 1 and the budget >= 0")
+        return -(-budget // m)
+
+    # -- static web (F = 1): the paper's experiment ----------------------------------------------------
+
+    def run_static(
+        self,
+        controller: RequestController,
+        *,
+        m: int,
+        steps: int,
+        progress: Progress | None = None,
+    ) -> ReplayResult:
+        controller.add_seeds(self.urls[s] for s in self.seeds)
+        index, rel = self.index, self.rel_list
+        total = self.total_relevance
+        got = bytearray(len(self.urls))
+        acc = 0.0
+        R: list[float] = []
+        fetched: list[int] = []
+        fetched_rel: list[float] = []
+        exhausted = False
+        for t in range(1, steps + 1):
+            now = float(t)
+            batch = [] if exhausted else controller.next_batch(m, now)
+            if not batch:
+                exhausted = True
+            for url in batch:
+                i = index[url]
+                r = rel[i]
+                if not got[i]:
+                    got[i] = 1
+                    acc += r
+                fetched.append(i)
+                fetched_rel.append(r)
+                controller.report(FetchOutcome(url, "new", r, self.links(i)), now)
+            R.append(recall_from_sums(acc, total))
+            if progress is not None:
+                progress(1)
+        return ReplayResult(
+            R=R,
+            F=[1.0] * len(R),
+            M=list(R),
+            fetched=fetched,
+            fetched_relevance=fetched_rel,
+            first_fetches=len(fetched),
+            recrawls=0,
+        )
+
+    # -- changing web ----------------------------------------------------------------------------------
+
+    def run(
+        self,
+        controller: RequestController,
+        *,
+        m: int,
+        steps: int,
+        changes: ChangeModel | None = None,
+        rng: np.random.Generator | None = None,
+        progress: Progress | None = None,
+    ) -> ReplayResult:
+        """Replay ``steps`` steps of m fetches. With ``changes`` (not static) the web changes meanwhile;
+        ``rng`` draws the change processes (required then)."""
+        if changes is None or changes.static:
+            return self.run_static(controller, m=m, steps=steps, progress=progress)
+        if rng is None:
+            raise ValueError("a changing web needs an rng for its Poisson processes")
+        return self._run_changing(controller, m=m, steps=steps, changes=changes, rng=rng, progress=progress)
+
+    def change_events(
+        self, changes: ChangeModel, steps: int, rng: np.random.Generator
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int8], npt.NDArray[np.float64]]:
+        """Pre-drawn events (time, node, kind) sorted by time, and each node's creation time (0 = present)."""
+        n = len(self.urls)
+        horizon = float(steps)
+
+        def rates(mean: float) -> npt.NDArray[np.float64]:
+            if changes.heterogeneous:
+                return mean * rng.exponential(1.0, n)
+            return np.full(n, mean)
+
+        times: list[npt.NDArray[np.float64]] = []
+        nodes: list[npt.NDArray[np.int64]] = []
+        kinds: list[npt.NDArray[np.int8]] = []
+        created = np.zeros(n)
+        if changes.create_fraction > 0:
+            absent = rng.random(n) < changes.create_fraction
+            absent[self.seeds] = False
+            idx = np.flatnonzero(absent)
+            created[idx] = rng.exponential(1.0 / changes.create_rate, len(idx))
+            keep = idx[created[idx] <= horizon]
+            created[idx[created[idx] > horizon]] = math.inf
+            times.append(created[keep])
+            nodes.append(keep.astype(np.int64))
+            kinds.append(np.full(len(keep), _CREATE, dtype=np.int8))
+        if changes.modify_rate > 0:
+            mu = rates(changes.modify_rate)
+            counts = rng.poisson(mu * horizon)
+            who = np.repeat(np.arange(n, dtype=np.int64), counts)
+            when = rng.uniform(0.0, horizon, len(who))
+            ok = when > created[who]
+            times.append(when[ok])
+            nodes.append(who[ok])
+            kinds.append(np.full(int(ok.sum()), _MODIFY, dtype=np.int8))
+        if changes.delete_rate > 0:
+            delta = rates(changes.delete_rate)
+            with np.errstate(divide="ignore"):
+                when = created + rng.exponential(1.0, n) / delta
+            who = np.flatnonzero(when <= horizon)
+            who = who[~np.isin(who, self.seeds)]
+            times.append(when[who])
+            nodes.append(who.astype(np.int64))
+            kinds.append(np.full(len(who), _DELETE, dtype=np.int8))
+        t = np.concatenate(times) if times else np.zeros(0)
+        v = np.concatenate(nodes) if nodes else np.zeros(0, dtype=np.int64)
+        k = np.concatenate(kinds) if kinds else np.zeros(0, dtype=np.int8)
+        order = np.argsort(t, kind="stable")
+        return t[order], v[order], k[order], created
+
+    def _run_changing(
+        self,
+        controller: RequestController,
+        *,
+        m: int,
+        steps: int,
+        changes: ChangeModel,
+        rng: np.random.Generator,
+        progress: Progress | None,
+    ) -> ReplayResult:
+        n = len(self.urls)
+        ev_t, ev_v, ev_k, created_at = self.change_events(changes, steps, rng)
+        ev_t_l, ev_v_l, ev_k_l = ev_t.tolist(), ev_v.tolist(), ev_k.tolist()
+        created = created_at.tolist()
+        # in-links, for "a new page modifies the pages that link to it"
+        order = np.argsort(self.graph.indices, kind="stable")
+        src = np.repeat(np.arange(n), np.diff(self.graph.indptr))[order]
+        in_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(in_ptr, self.graph.indices.astype(np.int64) + 1, 1)
+        in_ptr = np.cumsum(in_ptr)
+        in_ptr_l, in_src = in_ptr.tolist(), src.tolist()
+
+        rel, reach = self.rel_list, self.reach.tolist()
+        exists = [c == 0.0 for c in created]
+        version = [0] * n
+        coll_version = [-1] * n  # -1: not in the collection
+        S_V = math.fsum(r for r, e, h in zip(rel, exists, reach, strict=True) if e and h)
+        S_C = 0.0
+        S_CV = 0.0
+
+        def fresh(i: int) -> bool:
+            return coll_version[i] >= 0 and exists[i] and coll_version[i] == version[i]
+
+        def modify(i: int) -> None:
+            nonlocal S_CV
+            if not exists[i]:
+                return
+            if fresh(i) and reach[i]:
+                S_CV -= rel[i]
+            version[i] += 1
+
+        controller.add_seeds(self.urls[s] for s in self.seeds)
+        R: list[float] = []
+        F: list[float] = []
+        fetched: list[int] = []
+        fetched_rel: list[float] = []
+        first = recrawls = 0
+        e = 0
+        n_events = len(ev_t_l)
+        index, urls = self.index, self.urls
+        for t in range(1, steps + 1):
+            now = float(t)
+            while e < n_events and ev_t_l[e] <= now:
+                i, kind = ev_v_l[e], ev_k_l[e]
+                e += 1
+                if kind == _MODIFY:
+                    modify(i)
+                elif kind == _DELETE:
+                    if exists[i]:
+                        if fresh(i) and reach[i]:
+                            S_CV -= rel[i]
+                        exists[i] = False
+                        if reach[i]:
+                            S_V -= rel[i]
+                else:  # create
+                    exists[i] = True
+                    if reach[i]:
+                        S_V += rel[i]
+                    for p in in_src[in_ptr_l[i] : in_ptr_l[i + 1]]:
+                        modify(p)
+            for url in controller.next_batch(m, now):
+                i = index[url]
+                r = rel[i]
+                fetched.append(i)
+                fetched_rel.append(r)
+                kind_s: FetchKind
+                if coll_version[i] < 0 and not exists[i]:
+                    kind_s = "deleted"
+                elif not exists[i]:
+                    kind_s = "deleted"
+                    if reach[i]:
+                        S_C -= r
+                    coll_version[i] = -1
+                elif coll_version[i] < 0:
+                    kind_s = "new"
+                    first += 1
+                    if reach[i]:
+                        S_C += r
+                        S_CV += r
+                    coll_version[i] = version[i]
+                else:
+                    recrawls += 1
+                    if coll_version[i] != version[i]:
+                        kind_s = "modified"
+                        if reach[i]:
+                            S_CV += r
+                        coll_version[i] = version[i]
+                    else:
+                        kind_s = "unchanged"
+                if kind_s == "deleted":
+                    links: list[Discovered] = []
+                else:
+                    links = [d for d in self.links(i) if created[index[d.url]] <= now]
+                controller.report(
+                    FetchOutcome(
+                        urls[i],
+                        kind_s,
+                        r if kind_s != "deleted" else 0.0,
+                        links,
+                    ),
+                    now,
+                )
+            Rt = recall_from_sums(max(S_CV, 0.0), max(S_V, 0.0))
+            Ft = freshness_from_sums(max(S_CV, 0.0), max(S_C, 0.0))
+            R.append(Rt)
+            F.append(Ft)
+            if progress is not None:
+                progress(1)
+        M = [quality(a, b) for a, b in zip(R, F, strict=True)]
+        return ReplayResult(
+            R=R,
+            F=F,
+            M=M,
+            fetched=fetched,
+            fetched_relevance=fetched_rel,
+            first_fetches=first,
+            recrawls=recrawls,
+            meta={"events": n_events},
+        )
