@@ -1,10 +1,182 @@
-"""Subcommands of this component (filled in by its issue)."""
+"""``oasis replay``: replay crawl policies over an offline web graph (papers/004's experiment).
+
+With ``--json`` stdout carries exactly one JSON object::
+
+    {"pages": int, "reachable": int, "upper_P": float,
+     "policies": {NAME: {"P_ratio": [float per traversal], ...}}, ...}
+
+(P_ratio = P / P_upper; non-learning policies have one entry). The progress bar and logs go to stderr.
+``--out DIR`` writes results.json (with the fetch orders and R/F/M curves) and PNG plots.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
+import sys
+from pathlib import Path
 from typing import Any
+
+from oasis.robot.scheduling.controller import ControllerConfig
+from oasis.robot.scheduling.qtable import QTable
+from oasis.robot.scheduling.state import STATE_NAMES
+
+logger = logging.getLogger(__name__)
+
+_BULKY = ("order", "first_order", "R", "F", "M")
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """No subcommands yet."""
+    p = sub.add_parser(
+        "replay",
+        help="compare crawl policies on an offline web graph (P / P_upper, papers/004 Figures 3-5)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--corpus",
+        required=True,
+        help="folder of HTML files, WARC, GraphML/edge list, debian:NAME or synthetic:KEY=VALUE,...",
+    )
+    p.add_argument(
+        "--seed-url", action="append", default=None, help="seed page (repeatable; default: the corpus's)"
+    )
+    p.add_argument(
+        "--topic",
+        default=None,
+        help="topic words for r(i) (TF-IDF cosine); for synthetic webs a topic name uses ground truth",
+    )
+    p.add_argument(
+        "--policies",
+        default="upper,random,bfs,greedy-oracle,greedy-parent,whittle",
+        help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-lookahead, "
+        "whittle, whittle:STATE",
+    )
+    p.add_argument("--traversals", type=int, default=10, help="traversals of the graph for learning policies")
+    p.add_argument("--budget", type=int, default=None, help="fetches per run (default: all reachable pages)")
+    p.add_argument("--m", type=int, default=1, help="documents fetched per time step")
+    p.add_argument("--random-runs", type=int, default=10, help="runs averaged for the random baseline")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--state", default="generalising", choices=STATE_NAMES, help="local state for 'whittle'")
+    p.add_argument("--alpha", type=float, default=0.5, help="Eq. 10 step size")
+    p.add_argument("--gamma", type=float, default=0.5, help="Eq. 10 discount")
+    p.add_argument("--epsilon", type=float, default=0.0, help="exploration on the first traversal")
+    p.add_argument("--epsilon-decay", type=float, default=0.5, help="epsilon factor per traversal")
+    p.add_argument("--no-learn", action="store_true", help="evaluate loaded Q-tables without updating them")
+    p.add_argument("--no-anchors", action="store_true", help="skip anchor-text relevance")
+    p.add_argument("--load-q", type=Path, default=None, help="Q-table to start the learning policy from")
+    p.add_argument("--save-q", type=Path, default=None, help="write the learned Q-table here")
+    p.add_argument(
+        "--modify-rate", type=float, default=0.0, help="mean Poisson modification rate per page/step"
+    )
+    p.add_argument("--delete-rate", type=float, default=0.0, help="mean Poisson deletion rate per page/step")
+    p.add_argument("--create-fraction", type=float, default=0.0, help="share of pages created during the run")
+    p.add_argument("--create-rate", type=float, default=0.0, help="rate at which absent pages appear")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout (and nothing else)")
+    p.add_argument("--out", type=Path, default=None, help="write results.json and PNG plots here")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _fail(msg: str) -> int:
+    print(f"oasis replay: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from oasis.replay.experiment import Experiment, ExperimentConfig, is_learning, prepare
+    from oasis.replay.simulator import ChangeModel
+    from oasis.web.corpus import load_corpus
+
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    learners = [p for p in policies if is_learning(p)]
+    if (args.load_q or args.save_q) and len(learners) != 1:
+        return _fail("--load-q/--save-q need exactly one learning policy (whittle or whittle:STATE)")
+    try:
+        controller = ControllerConfig(
+            state=args.state,
+            alpha=args.alpha,
+            gamma=args.gamma,
+            epsilon=args.epsilon,
+            learn=not args.no_learn,
+        )
+        changes = ChangeModel(
+            modify_rate=args.modify_rate,
+            delete_rate=args.delete_rate,
+            create_fraction=args.create_fraction,
+            create_rate=args.create_rate,
+        )
+        cfg = ExperimentConfig(
+            policies=policies,
+            traversals=args.traversals,
+            m=args.m,
+            budget=args.budget,
+            random_runs=args.random_runs,
+            seed=args.seed,
+            controller=controller,
+            epsilon_decay=args.epsilon_decay,
+            changes=None if changes.static else changes,
+        )
+        q_tables = {learners[0]: QTable.load(args.load_q)} if args.load_q else None
+    except (ValueError, OSError) as exc:
+        return _fail(str(exc))
+    try:
+        corpus = load_corpus(args.corpus)
+        prepared = prepare(corpus, args.topic, seed_urls=args.seed_url, anchors=not args.no_anchors)
+    except (ValueError, OSError) as exc:
+        return _fail(f"cannot load corpus {args.corpus!r}: {exc}")
+    experiment = Experiment(prepared, cfg, q_tables=q_tables)
+    bar = tqdm(
+        total=experiment.total_steps(),
+        desc="replay",
+        unit="step",
+        file=sys.stderr,
+        disable=args.no_progress,
+        mininterval=0.5,
+    )
+    experiment.progress = bar.update
+    try:
+        results = experiment.run()
+    finally:
+        bar.close()
+    results["command"] = "oasis replay " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "oasis replay"
+    if args.save_q:
+        experiment.q_tables[learners[0]].save(args.save_q)
+    if args.out is not None:
+        from oasis.replay.plots import write_plots
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+        for path in write_plots(results, args.out):
+            logger.info("wrote %s", path)
+    if args.json:
+        slim = dict(results)
+        slim["policies"] = {
+            k: {f: v for f, v in e.items() if f not in _BULKY} for k, e in results["policies"].items()
+        }
+        print(json.dumps(slim))
+    else:
+        print(format_table(results))
+    return 0
+
+
+def format_table(results: dict[str, Any]) -> str:
+    meta = results.get("meta", {})
+    lines = [
+        f"corpus {meta.get('corpus')}  topic {meta.get('topic')!r}  pages {results['pages']}  "
+        f"reachable {results['reachable']}  budget {results['budget']}  m {results['m']}  "
+        f"upper P {results['upper_P']:.2f}",
+        f"{'policy':<22} {'P/P_upper':>10}  per traversal",
+    ]
+    for name, e in results["policies"].items():
+        ratios = e["P_ratio"]
+        extra = ""
+        if len(ratios) > 1:
+            extra = " ".join(f"{r:.3f}" for r in ratios)
+        elif "P_ratio_std" in e:
+            extra = f"± {e['P_ratio_std']:.3f} over {e['runs']} runs (min {e['P_ratio_min']:.3f})"
+        lines.append(f"{name:<22} {ratios[-1]:>10.4f}  {extra}")
+    return "\n".join(lines)

@@ -1,0 +1,124 @@
+"""PNG plots of a replay experiment (matplotlib, Agg backend): Figure 3 (P/P_upper against traversal),
+Figures 4-5 (relevance of each fetched document in order) and R/F/M over time."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+logger = logging.getLogger(__name__)
+
+_BASELINE_STYLE = {
+    "upper": ("black", "-"),
+    "random": ("grey", ":"),
+    "bfs": ("tab:brown", "-."),
+    "greedy-oracle": ("tab:red", "--"),
+    "greedy-parent": ("tab:orange", "--"),
+    "greedy-lookahead": ("tab:purple", ":"),
+}
+
+
+def _title(results: dict[str, Any]) -> str:
+    meta = results.get("meta", {})
+    topic = meta.get("topic")
+    return (
+        f"{meta.get('corpus', '?')}" + (f" — topic {topic!r}" if topic else "") + f" (m={results.get('m')})"
+    )
+
+
+def plot_traversals(results: dict[str, Any], path: Path) -> None:
+    """Figure 3: P / P_upper of each learning policy per traversal, baselines as horizontal lines."""
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    pols = results["policies"]
+    n = max((len(v["P_ratio"]) for v in pols.values()), default=1)
+    xs = list(range(1, n + 1))
+    for name, entry in pols.items():
+        ratios = entry["P_ratio"]
+        if len(ratios) > 1 or name.startswith("whittle"):
+            ax.plot(range(1, len(ratios) + 1), ratios, marker="o", ms=3, label=name)
+        else:
+            color, style = _BASELINE_STYLE.get(name, ("tab:blue", "--"))
+            ax.hlines(
+                ratios[0], 1, max(n, 2), colors=color, linestyles=style, label=f"{name} ({ratios[0]:.3f})"
+            )
+            if name == "random" and "P_ratio_std" in entry:
+                sd = entry["P_ratio_std"]
+                ax.fill_between([1, max(n, 2)], ratios[0] - sd, ratios[0] + sd, color=color, alpha=0.15)
+    ax.axhline(0.96, color="green", lw=0.6, alpha=0.6)
+    ax.set_xlabel("traversal")
+    ax.set_ylabel("P / P_upper")
+    ax.set_xlim(1, max(xs[-1], 2))
+    ax.set_title(_title(results), fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_order(results: dict[str, Any], policy: str, path: Path, *, key: str = "order") -> None:
+    """Figures 4-5: relevance of each document fetched, in fetch order, for ``policy`` and the upper bound."""
+    pols = results["policies"]
+    if policy not in pols or "upper" not in pols:
+        return
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    upper = pols["upper"]["order"]
+    ours = pols[policy].get(key, pols[policy]["order"])
+    ax.scatter(range(len(upper)), upper, s=3, color="black", label="upper bound")
+    ax.scatter(range(len(ours)), ours, s=3, color="tab:blue", alpha=0.6, label=policy)
+    ax.set_xlabel("fetch number")
+    ax.set_ylabel("relevance r(i)")
+    ax.set_title(_title(results), fontsize=9)
+    ax.legend(fontsize=7, markerscale=3)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def plot_rfm(results: dict[str, Any], path: Path) -> None:
+    """R, F and M over (normalised) time for every policy."""
+    pols = results["policies"]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharey=True)
+    for name, entry in pols.items():
+        for ax, key in zip(axes, ("R", "F", "M"), strict=True):
+            ys = entry.get(key, [])
+            if ys:
+                xs = [k / max(len(ys) - 1, 1) for k in range(len(ys))]
+                ax.plot(xs, ys, lw=1, label=name)
+    for ax, key in zip(axes, ("recall R", "freshness F", "quality M = min(R, F)"), strict=True):
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel("t / T")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(_title(results), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def write_plots(results: dict[str, Any], out: Path, prefix: str = "") -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    p = out / f"{prefix}traversals.png"
+    plot_traversals(results, p)
+    paths.append(p)
+    learners = [k for k in results["policies"] if k.startswith("whittle")]
+    for name in learners:
+        p = out / f"{prefix}order-{name.replace(':', '-')}.png"
+        plot_order(results, name, p)
+        paths.append(p)
+    if "greedy-oracle" in results["policies"]:
+        p = out / f"{prefix}order-greedy-oracle.png"
+        plot_order(results, "greedy-oracle", p)
+        paths.append(p)
+    p = out / f"{prefix}rfm.png"
+    plot_rfm(results, p)
+    paths.append(p)
+    return [q for q in paths if q.exists()]
