@@ -10,11 +10,11 @@ import threading
 from concurrent.futures import Future
 
 import grpc
+
 from oasis.broker.merge import EngineHit
 from oasis.broker.ports import DirectoryUnavailable, EngineCallError, EngineReply, RoutedEngine, RouteResult
+from oasis.service import open_channel
 from oasis.v1 import directory_pb2, directory_pb2_grpc, engine_pb2, engine_pb2_grpc
-
-from oasis.service import channel_options
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 class GrpcDirectoryClient:
     def __init__(self, address: str) -> None:
         self.address = address
-        self._channel = grpc.insecure_channel(address, options=channel_options())
+        self._channel = open_channel(address)
         self._stub = directory_pb2_grpc.DirectoryStub(self._channel)
 
     def route(self, query: str, k: int, timeout: float) -> RouteResult:
@@ -53,7 +53,7 @@ class GrpcEngineClient:
         with self._lock:
             stub = self._stubs.get(address)
             if stub is None:
-                channel = grpc.insecure_channel(address, options=channel_options())
+                channel = open_channel(address)
                 self._channels.append(channel)
                 stub = self._stubs[address] = engine_pb2_grpc.EngineStub(channel)
             return stub
