@@ -185,10 +185,13 @@ class Crawler:
         self._in_flight_robots = 0
         self._processing = 0
         self._dispatched_pages = 0
-        self._index_buffer: list[IndexDoc] = []
-        self._index_oldest = 0.0
+        self._index_q: queue.Queue[IndexDoc | dict[str, Any] | None] = queue.Queue(
+            maxsize=4 * config.index_batch
+        )
         self._since_checkpoint = 0
         self._stop = threading.Event()
+        self._abandon = threading.Event()  # stop() timed out: give up retrying the engine
+        self._dispatch_done = threading.Event()
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
         self._pool: ThreadPoolExecutor | None = None
@@ -273,6 +276,8 @@ class Crawler:
             if max_pages is not None:
                 self._max_pages = max_pages
             self._stop.clear()
+            self._abandon.clear()
+            self._dispatch_done.clear()
             self._done.clear()
             self.state = RUNNING
             self._started_at = self._clock()
@@ -284,6 +289,7 @@ class Crawler:
         self._threads = [
             threading.Thread(target=self._dispatch_loop, name=f"{self.config.name}-dispatch", daemon=True),
             threading.Thread(target=self._process_loop, name=f"{self.config.name}-process", daemon=True),
+            threading.Thread(target=self._index_loop, name=f"{self.config.name}-index", daemon=True),
         ]
         for t in self._threads:
             t.start()
@@ -301,6 +307,12 @@ class Crawler:
         deadline = self._clock() + timeout
         for t in self._threads:
             t.join(max(0.0, deadline - self._clock()))
+        if any(t.is_alive() for t in self._threads):
+            # the engine is down: stop retrying and keep the older checkpoint (those pages are refetched)
+            logger.warning("robot %s: engine unreachable at stop", self.config.name)
+            self._abandon.set()
+            for t in self._threads:
+                t.join(10.0)
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         with self._lock:
@@ -378,10 +390,8 @@ class Crawler:
             self.errors["internal"] += 1
         finally:
             with self._lock:
-                if self.state == RUNNING:
-                    self.state = DONE
+                self._dispatch_done.set()
                 self._responses_cv.notify_all()
-            self._done.set()
 
     def _dispatch_timeout(self) -> float:
         with self._lock:
@@ -507,26 +517,17 @@ class Crawler:
         try:
             while True:
                 with self._lock:
-                    while not self._responses and not self._done.is_set():
-                        if (
-                            self._index_buffer
-                            and self._clock() - self._index_oldest >= self.config.index_flush_seconds
-                        ):
-                            break
+                    while not self._responses and not self._dispatch_done.is_set():
                         self._responses_cv.wait(timeout=0.1)
-                    if not self._responses and self._done.is_set():
+                    if not self._responses and self._dispatch_done.is_set():
                         break
-                    batch = [
-                        self._responses.popleft()
-                        for _ in range(min(self.config.process_batch, len(self._responses)))
-                    ]
+                    n = min(self.config.process_batch, len(self._responses))
+                    batch = [self._responses.popleft() for _ in range(n)]
                     self._processing = len(batch)
                 try:
-                    if batch:
-                        self._process_batch(batch)
-                    self._maybe_flush()
+                    self._process_batch(batch)
                     if self._since_checkpoint >= self.config.checkpoint_interval:
-                        self.checkpoint()
+                        self._index_q.put(self._snapshot())
                 finally:
                     with self._lock:
                         self._processing = 0
@@ -537,15 +538,15 @@ class Crawler:
                 self.errors["internal"] += 1
         finally:
             try:
-                self._flush_until_acked()
-                self.checkpoint()
+                self._index_q.put(self._snapshot())  # the final checkpoint, once everything is acknowledged
             except Exception:
-                logger.exception("final flush / checkpoint failed")
+                logger.exception("final snapshot failed")
+            self._index_q.put(None)
 
     def _process_batch(self, batch: list[f.FetchResult]) -> None:
         t0 = self._clock()
         processed = self._with_engine_retry(lambda: self.processor.process(batch, self._wall()))
-        if processed is None:  # stopping while the engine is down: put the batch back for the checkpoint
+        if processed is None:  # stopped while the engine is down: these URLs are fetched again on resume
             return
         now = self._clock()
         with self._lock:
@@ -553,10 +554,7 @@ class Crawler:
                 self._report(res, p, now)
         for p in processed:
             if p.op is not None:
-                if not self._index_buffer:
-                    self._index_oldest = self._clock()
-                self._index_buffer.append(p.op)
-        self._maybe_flush()
+                self._index_q.put(p.op)  # blocks when the engine falls behind (bounded queue)
         self.fc.observe_service(self._clock() - t0, len(batch))
 
     def _report(self, res: f.FetchResult, p: Processed, now: float) -> None:
@@ -576,7 +574,6 @@ class Crawler:
             self.pages_ok += 1
             self.relevance_sum += p.relevance
         depth = self._redirect_depth.pop(p.url, 0)
-        children = []
         for c in p.children:
             if p.error == f.REDIRECT:
                 self._redirect_depth[c.url] = depth + 1
@@ -584,7 +581,6 @@ class Crawler:
                 self._estimates[c.url] = p.relevance
                 self._estimate_sum += p.relevance
             self._note_host(c.url)
-            children.append(c)
         old = self._estimates.pop(p.url, None)
         if old is not None:
             self._estimate_sum -= old
@@ -594,6 +590,7 @@ class Crawler:
         self._since_checkpoint += 1
 
     def _with_engine_retry(self, call: Callable[[], Any]) -> Any:
+        """Retry an engine call with capped back-off until it succeeds; None if the robot is stopping."""
         delay = 0.2
         while True:
             try:
@@ -603,31 +600,60 @@ class Crawler:
                     self.errors["engine"] += 1
                     self._last_engine_error = str(exc)
                 logger.warning("engine call failed (retrying in %.1f s): %s", delay, exc)
-                if self._stop.wait(delay) and self._done.is_set():
+                if self._stop.wait(delay) and self._abandon.is_set():
                     return None
                 delay = min(delay * 2, 5.0)
 
-    def _maybe_flush(self) -> None:
-        if not self._index_buffer:
-            return
-        if (
-            len(self._index_buffer) >= self.config.index_batch
-            or self._clock() - self._index_oldest >= self.config.index_flush_seconds
-        ):
-            self._flush_until_acked()
-
-    def _flush_until_acked(self) -> None:
-        while self._index_buffer:
-            batch = self._index_buffer[: self.config.index_batch * 4]
-            result = self._with_engine_retry(functools.partial(self.engine.index, batch))
-            if result is None:
-                return
-            del self._index_buffer[: len(batch)]
+    # ------------------------------------------------------------------ indexer thread
+    def _index_loop(self) -> None:
+        """Send documents to the engine in acknowledged batches; write a checkpoint snapshot once every
+        document reported before it has been acknowledged (the queue keeps their order)."""
+        pending: list[IndexDoc] = []
+        try:
+            while True:
+                item = self._index_q.get()
+                items = [item]
+                while len(pending) + len(items) < self.config.index_batch * 4:
+                    try:
+                        items.append(self._index_q.get_nowait())
+                    except queue.Empty:
+                        break
+                for it in items:
+                    if isinstance(it, IndexDoc):
+                        pending.append(it)
+                        continue
+                    if not self._send(pending):
+                        return  # stopping with the engine down: keep the older, consistent checkpoint
+                    pending = []
+                    if it is None:
+                        return
+                    self._write_snapshot(it)
+                if len(pending) >= self.config.index_batch or (pending and self._index_q.empty()):
+                    if not self._send(pending):
+                        return
+                    pending = []
+        except Exception:
+            logger.exception("indexer thread failed")
             with self._lock:
-                self.pages_indexed += result.added + result.replaced
-                for url, reason in result.rejected:
-                    logger.info("engine rejected %s: %s", url[:200], reason)
-                    self.errors["engine_rejected"] += 1
+                self.errors["internal"] += 1
+        finally:
+            with self._lock:
+                if self.state == RUNNING:
+                    self.state = DONE
+            self._done.set()
+
+    def _send(self, docs: list[IndexDoc]) -> bool:
+        if not docs:
+            return True
+        result = self._with_engine_retry(functools.partial(self.engine.index, docs))
+        if result is None:
+            return False
+        with self._lock:
+            self.pages_indexed += result.added + result.replaced
+            for url, reason in result.rejected:
+                logger.info("engine rejected %s: %s", url[:200], reason)
+                self.errors["engine_rejected"] += 1
+        return True
 
     # ------------------------------------------------------------------ checkpoint / resume
     @property
@@ -635,38 +661,44 @@ class Crawler:
         d = self.config.state_dir
         return d / CHECKPOINT_FILE if d is not None else None
 
-    def checkpoint(self) -> bool:
-        """Write the crawl state atomically (after the engine acknowledged every reported document)."""
-        path = self.checkpoint_path
-        if path is None:
-            return False
-        self._flush_until_acked()
-        if self._index_buffer:  # engine unreachable: an older checkpoint is the consistent one
-            logger.warning("checkpoint skipped: %d documents not acknowledged", len(self._index_buffer))
-            return False
+    def _snapshot(self) -> dict[str, Any]:
+        """The crawl state now (consistent: taken under the lock). Written only after the engine has
+        acknowledged every document queued before it. URLs handed out but not yet reported are fringe
+        documents again in the controller's state, so a resumed robot fetches them again."""
         with self._lock:
-            # URLs handed out but not yet reported are fringe documents again in the controller's checkpoint
-            state = {
+            self._since_checkpoint = 0
+            return {
                 "version": CHECKPOINT_VERSION,
                 "name": self.config.name,
                 "written": self._wall(),
                 "controller": self.controller.state_dict(),
                 "known": {u: [k.hash, k.relevance] for u, k in self.processor.known.items()},
-                "estimates": self._estimates,
-                "redirect_depth": self._redirect_depth,
-                "schemes": self._scheme,
+                "estimates": dict(self._estimates),
+                "redirect_depth": dict(self._redirect_depth),
+                "schemes": dict(self._scheme),
                 "counters": {
                     "pages_fetched": self.pages_fetched,
-                    "pages_indexed": self.pages_indexed,
                     "pages_ok": self.pages_ok,
                     "relevance_sum": self.relevance_sum,
                     "errors": dict(self.errors),
                 },
             }
-            self._since_checkpoint = 0
-            self.checkpoints += 1
-            write_json_atomic(path, state)
+
+    def _write_snapshot(self, state: dict[str, Any]) -> None:
+        path = self.checkpoint_path
+        if path is None:
+            return
+        with self._lock:
+            state["counters"]["pages_indexed"] = self.pages_indexed
+        write_json_atomic(path, state)
+        self.checkpoints += 1
         logger.debug("checkpoint %d written to %s", self.checkpoints, path)
+
+    def checkpoint(self) -> bool:
+        """Write a checkpoint now; only while the robot is not running (the indexer writes them then)."""
+        if self.state == RUNNING or self.checkpoint_path is None:
+            return False
+        self._write_snapshot(self._snapshot())
         return True
 
     def resume(self) -> bool:
