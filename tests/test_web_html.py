@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oasis.web.html import decode_html, parse_html
 
 from oasis.urls import canonicalize
+from oasis.web.html import decode_html, parse_html
 
 BASE = "http://Example.COM:80/docs/page.html"
 

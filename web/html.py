@@ -21,10 +21,18 @@ from urllib.parse import urljoin
 
 from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
 from bs4.dammit import EncodingDetector
-from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
-from oasis.web.model import Link, Page
+from bs4.element import (
+    Comment,
+    Declaration,
+    Doctype,
+    NavigableString,
+    PageElement,
+    ProcessingInstruction,
+    Tag,
+)
 
 from oasis.urls import InvalidURL, canonicalize
+from oasis.web.model import Link, Page
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +40,7 @@ MAX_BYTES = 4 * 1024 * 1024  # default cap: a response processor never parses mo
 MAX_ANCHOR_CHARS = 200  # joined anchor text of one link is cut here
 MAX_TITLE_CHARS = 500
 INVISIBLE_TAGS = ("script", "style", "noscript", "template", "title")
+_INVISIBLE = frozenset(INVISIBLE_TAGS)
 _WS = re.compile(r"\s+")
 _NON_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
 
@@ -147,57 +156,66 @@ def _parse_markup(markup: str, base_url: str, used: str, truncated: bool) -> Par
         warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
         soup = BeautifulSoup(markup, "html.parser")
 
+    # One pre-order walk (document order) instead of several find_all calls: bs4's filters dominate otherwise.
+    base_href: str | None = None
+    title = ""
+    canonical_href: str | None = None
+    noindex = nofollow = False
+    raw_links: list[tuple[str, str]] = []
+    pieces: list[str] = []
+    stack: list[PageElement] = [soup]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Tag):
+            name = node.name
+            if name in _INVISIBLE:
+                if name == "title" and not title:
+                    title = collapse_whitespace(node.get_text(" "))[:MAX_TITLE_CHARS]
+                continue
+            if name in ("a", "area"):
+                href = node.get("href")
+                if isinstance(href, str):
+                    anchor = collapse_whitespace(node.get_text(" ")) or collapse_whitespace(
+                        str(node.get("title") or "")
+                    )
+                    raw_links.append((href, anchor))
+            elif name == "base" and base_href is None:
+                href = node.get("href")
+                if isinstance(href, str):
+                    base_href = href
+            elif name == "link" and canonical_href is None:
+                rel = node.get("rel")
+                rels = rel if isinstance(rel, list) else str(rel or "").split()
+                href = node.get("href")
+                if isinstance(href, str) and "canonical" in (r.lower() for r in rels):
+                    canonical_href = href
+            elif name == "meta" and str(node.get("name", "")).strip().lower() in ("robots", "oasis"):
+                directives = {d.strip().lower() for d in str(node.get("content", "")).split(",")}
+                noindex |= bool(directives & {"noindex", "none"})
+                nofollow |= bool(directives & {"nofollow", "none"})
+            stack.extend(reversed(node.contents))
+        elif isinstance(node, NavigableString) and not isinstance(node, _NON_TEXT):
+            pieces.append(str(node))
+
     try:
         base = canonicalize(base_url)
     except InvalidURL:
         base = ""
-    base_tag = soup.find("base", href=True)
-    if isinstance(base_tag, Tag):
-        resolved = resolve_link(str(base_tag.get("href", "")), base)
+    if base_href is not None:
+        resolved = resolve_link(base_href, base)
         if resolved is not None:
             base = resolved
-
-    title = ""
-    title_tag = soup.find("title")
-    if isinstance(title_tag, Tag):
-        title = collapse_whitespace(title_tag.get_text(" "))[:MAX_TITLE_CHARS]
-
-    canonical: str | None = None
-    noindex = nofollow = False
-    for tag in soup.find_all(["link", "meta"]):
-        if not isinstance(tag, Tag):
-            continue
-        if tag.name == "link" and canonical is None:
-            rel = tag.get("rel")
-            rels = rel if isinstance(rel, list) else str(rel or "").split()
-            if "canonical" in (r.lower() for r in rels) and tag.get("href"):
-                canonical = resolve_link(str(tag.get("href")), base)
-        elif tag.name == "meta" and str(tag.get("name", "")).strip().lower() in ("robots", "oasis"):
-            directives = {d.strip().lower() for d in str(tag.get("content", "")).split(",")}
-            noindex |= bool(directives & {"noindex", "none"})
-            nofollow |= bool(directives & {"nofollow", "none"})
+    canonical = resolve_link(canonical_href, base) if canonical_href is not None else None
 
     anchors: dict[str, list[str]] = {}
-    for tag in soup.find_all(["a", "area"], href=True):
-        if not isinstance(tag, Tag):
-            continue
-        url = resolve_link(str(tag.get("href", "")), base)
+    for href, anchor in raw_links:
+        url = resolve_link(href, base)
         if url is None:
             continue
-        anchor = collapse_whitespace(tag.get_text(" ")) or collapse_whitespace(str(tag.get("title") or ""))
         texts = anchors.setdefault(url, [])
         if anchor and anchor not in texts:
             texts.append(anchor)
     links = tuple(Link(url, " ".join(texts)[:MAX_ANCHOR_CHARS]) for url, texts in anchors.items())
-
-    for tag in soup.find_all(INVISIBLE_TAGS):
-        if isinstance(tag, Tag):
-            tag.decompose()
-    pieces = [
-        str(s)
-        for s in soup.find_all(string=True)
-        if isinstance(s, NavigableString) and not isinstance(s, _NON_TEXT)
-    ]
     text = collapse_whitespace(" ".join(pieces))
     return ParsedPage(
         title=title,

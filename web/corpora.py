@@ -1,0 +1,108 @@
+"""Known real corpora: Debian documentation packages installed under /usr/share/doc.
+
+- ``postgresql-doc-15``: /usr/share/doc/postgresql-doc-15/html at http://postgresql.docs.local/
+- ``python3.11-doc``: /usr/share/doc/python3.11-doc/html (a symlink to ../python3.11/html) at
+  http://python.docs.local/
+- ``python-django-doc``: /usr/share/doc/python-django-doc/html at http://django.docs.local/
+- ``all``: the three together, one host each.
+
+The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
+unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
+prefix, ``/usr/share/doc/python3.11-doc/html`` and its real path ``/usr/share/doc/python3.11/html`` all map
+to the Python host. Loading ``python-django-doc`` alone keeps those links (they point out of the corpus).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from oasis.web.corpus import CorpusError, load_html_tree, load_multi_host
+from oasis.web.model import Corpus
+
+logger = logging.getLogger(__name__)
+
+DOC_ROOT = Path("/usr/share/doc")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DebianCorpus:
+    name: str
+    package: str
+    root: Path
+    base_url: str
+    seed: str = "index.html"
+    aliases: tuple[str, ...] = ()  # other filesystem prefixes that hrefs use for this tree
+
+    def __post_init__(self) -> None:
+        if not self.base_url.endswith("/"):
+            raise ValueError("base_url must end with '/'")
+
+    @property
+    def installed(self) -> bool:
+        return (self.root / self.seed).is_file()
+
+
+DEBIAN_CORPORA: dict[str, DebianCorpus] = {
+    c.name: c
+    for c in (
+        DebianCorpus(
+            name="postgresql-doc-15",
+            package="postgresql-doc-15",
+            root=DOC_ROOT / "postgresql-doc-15" / "html",
+            base_url="http://postgresql.docs.local/",
+        ),
+        DebianCorpus(
+            name="python3.11-doc",
+            package="python3.11-doc",
+            root=DOC_ROOT / "python3.11-doc" / "html",
+            base_url="http://python.docs.local/",
+            aliases=(str(DOC_ROOT / "python3-doc" / "html"), str(DOC_ROOT / "python3.11" / "html")),
+        ),
+        DebianCorpus(
+            name="python-django-doc",
+            package="python-django-doc",
+            root=DOC_ROOT / "python-django-doc" / "html",
+            base_url="http://django.docs.local/",
+        ),
+    )
+}
+ALL = "all"
+
+
+class CorpusNotInstalled(CorpusError):
+    """A known Debian documentation corpus is not installed on this machine."""
+
+
+def known_path_map() -> dict[str, str]:
+    """Filesystem prefix -> base URL for every known corpus (roots and aliases)."""
+    mapping: dict[str, str] = {}
+    for c in DEBIAN_CORPORA.values():
+        for prefix in (str(c.root), *c.aliases):
+            mapping[prefix] = c.base_url
+    return mapping
+
+
+def require_installed(name: str) -> DebianCorpus:
+    if name not in DEBIAN_CORPORA:
+        raise CorpusError(f"unknown Debian corpus {name!r}; known: {', '.join([*DEBIAN_CORPORA, ALL])}")
+    corpus = DEBIAN_CORPORA[name]
+    if not corpus.installed:
+        raise CorpusNotInstalled(
+            f"Debian corpus {name!r} is not installed: {corpus.root / corpus.seed} not found "
+            f"(install it with: apt-get install {corpus.package})"
+        )
+    return corpus
+
+
+def debian_corpus(name: str) -> Corpus:
+    """Load an installed Debian documentation corpus by name (see the module table), or ``all`` of them
+    as one web of three hosts. Raises :class:`CorpusNotInstalled` with the apt-get command if absent."""
+    if name == ALL:
+        known = [require_installed(n) for n in DEBIAN_CORPORA]
+        return load_multi_host(
+            [(c.root, c.base_url) for c in known], path_map=known_path_map(), name="debian:all"
+        )
+    c = require_installed(name)
+    return load_html_tree(c.root, c.base_url, [c.seed], path_map=known_path_map(), name=f"debian:{name}")
