@@ -272,16 +272,23 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------------------- index
 def html_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
-    """(file, root) for every .html/.htm file named or under a named folder, in a stable order."""
+    """(file, root) for every .html/.htm file named or under a named folder, in a stable order.
+
+    A folder is its files' root; files named one by one share one root, the deepest folder that holds them
+    all, so that ``a/index.html`` and ``b/index.html`` keep distinct URLs.
+    """
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"no such file or folder: {missing[0]}")
+    files = [p.resolve() for p in paths if p.is_file()]
+    common = Path(os.path.commonpath([f.parent for f in files])) if files else None
     for path in paths:
         if path.is_dir():
             for f in sorted(path.rglob("*")):
                 if f.suffix.lower() in {".html", ".htm"} and f.is_file():
                     yield f, path
-        elif path.is_file():
-            yield path, path.parent
-        else:
-            raise FileNotFoundError(f"no such file or folder: {path}")
+        elif common is not None:
+            yield path.resolve(), common
 
 
 def documents_from_files(paths: list[Path], base_url: str) -> Iterator[IndexDocument]:

@@ -147,7 +147,9 @@ class Cluster:
         addr_file.parent.mkdir(parents=True, exist_ok=True)
         addr_file.unlink(missing_ok=True)
         log_path = logs / f"{name}.log"
-        full = [sys.executable, *argv, "--address-file", str(addr_file)]
+        # -P: never put the working directory on sys.path (the source tree has an `oasis/` folder without
+        # the generated `oasis.v1`; only the installed package is complete)
+        full = [sys.executable, "-P", *argv, "--address-file", str(addr_file)]
         if grpc_health:
             full += ["--port", str(port)]
         with log_path.open("ab") as log:

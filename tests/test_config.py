@@ -51,3 +51,4 @@ def test_unparsable_toml(tmp_path: Path) -> None:
         load_config(path)
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.toml")
+

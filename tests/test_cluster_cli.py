@@ -1,0 +1,24 @@
+"""Pure parts of the cluster commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def test_index_file_urls_keep_their_folders(tmp_path: Path) -> None:
+    from oasis.cluster import documents_from_files, html_files
+
+    for sub in ("a", "b/c"):
+        (tmp_path / sub).mkdir(parents=True)
+        (tmp_path / sub / "index.html").write_text(f"<title>{sub}</title><p>page {sub}</p>")
+    (tmp_path / "a" / "notes.txt").write_text("not html")
+    files = [tmp_path / "a" / "index.html", tmp_path / "b" / "c" / "index.html"]
+    docs = list(documents_from_files(files, "http://files.local"))
+    assert [d.url for d in docs] == ["http://files.local/a/index.html", "http://files.local/b/c/index.html"]
+    assert [d.title for d in docs] == ["a", "b/c"]
+    folder = [f.relative_to(tmp_path).as_posix() for f, _ in html_files([tmp_path])]
+    assert folder == ["a/index.html", "b/c/index.html"]
+    with pytest.raises(FileNotFoundError, match="missing"):
+        list(html_files([tmp_path / "missing"]))
