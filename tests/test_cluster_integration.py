@@ -158,7 +158,9 @@ def test_killed_engine_gives_partial_results_within_deadline_then_recovers(
     oasis(cluster, "restart", "python")
     status = {s["name"]: s for s in json.loads(oasis(cluster, "status", "--json").stdout)["services"]}
     assert status["python"]["health"] == "SERVING"
-    assert status["python"]["documents"] == indexed["loaded"]["python"]  # the whole acknowledged index survived kill -9
+    assert (
+        status["python"]["documents"] == indexed["loaded"]["python"]
+    )  # the whole acknowledged index survived kill -9
 
 
 def test_directory_restart_is_survived_by_reregistration(cluster: Path, indexed: dict[str, Any]) -> None:
