@@ -38,7 +38,10 @@ def n_star(mu: float, latency: float) -> int:
     lam = n / L); papers/004's single-server formulation of the fetcher controller."""
     if mu < 0 or latency < 0:
         raise ValueError("mu and latency must be >= 0")
-    return max(1, math.ceil(mu * latency - 1e-9))
+    product = mu * latency
+    if not math.isfinite(product) or product > 1e9:
+        return 10**9
+    return max(1, math.ceil(product - 1e-9))
 
 
 def n_target(n_balance: int, q: int, q_star: int, n_min: int, n_max: int) -> int:

@@ -43,6 +43,8 @@ class Slot:
     crawl_delay: float = 0.0
     in_flight: int = 0
     next_allowed: float = 0.0  # monotonic seconds
+    hold_until: float = 0.0  # robots.txt unreachable: no request before this time
+    backoff_until: float = 0.0  # after 429 / 503: no request before this time
     backoffs: int = 0  # consecutive 429/503 answers
     last_started: float = -math.inf
     last_finished: float = -math.inf
@@ -145,15 +147,15 @@ class Politeness:
         wait = self.delay(slot)
         if throttled:
             slot.backoffs += 1
-            wait = max(wait, backoff_seconds(slot.backoffs, retry_after, self._config))
+            slot.backoff_until = finished + backoff_seconds(slot.backoffs, retry_after, self._config)
         else:
             slot.backoffs = 0
-        if self._config.politeness or throttled:
-            slot.next_allowed = max(
-                slot.next_allowed if slot.next_allowed != math.inf else 0.0, finished + wait
-            )
+        hold = max(slot.hold_until, slot.backoff_until)
+        if self._config.politeness:
+            previous = slot.next_allowed if slot.next_allowed != math.inf else 0.0
+            slot.next_allowed = max(previous, finished + wait, hold)
         else:
-            slot.next_allowed = 0.0
+            slot.next_allowed = hold
 
     def set_robots(self, host: str, status: int, content: bytes, now: float) -> None:
         """Record the answer to the robots.txt request (status 0: no response)."""
@@ -181,7 +183,9 @@ class Politeness:
                 )
             else:
                 slot.robots_state = UNKNOWN
-                slot.next_allowed = max(slot.next_allowed, now + self._config.robots_retry)
+                slot.hold_until = now + self._config.robots_retry
+                if slot.in_flight == 0:
+                    slot.next_allowed = max(slot.next_allowed, slot.hold_until)
 
     def robots_redirect(self, host: str, target: str) -> None:
         """robots.txt redirected: follow up to 5 hops on the same host, else treat as unavailable (4xx)."""

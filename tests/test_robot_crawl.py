@@ -3,6 +3,7 @@ controller. Politeness and robots.txt are checked from the servers' own access l
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +40,7 @@ def engine(tmp_path: Path) -> Iterator[LocalEngine]:
 
 def min_gap(web: LocalWeb) -> float:
     times = sorted(a.t for a in web.log)
-    return min((b - a for a, b in zip(times, times[1:], strict=False)), default=float("inf"))
+    return min((b - a for a, b in itertools.pairwise(times)), default=float("inf"))
 
 
 def search(engine: LocalEngine, query: str) -> list[str]:

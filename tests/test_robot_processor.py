@@ -1,0 +1,97 @@
+"""The response processor: parsing via oasis.web.html, scoring with the engine's topic model, change
+detection by content hash, and what every kind of failed fetch turns into."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from robot_testweb import TOPIC
+
+from oasis.engine.relevance import RelevanceModel
+from oasis.robot import fetcher as f
+from oasis.robot.processor import DELETED, ERROR, MODIFIED, NEW, UNCHANGED, ResponseProcessor
+
+MODEL = RelevanceModel.fit_corpus(TOPIC, ["sql query database", "cooking recipes", "gardening tips"])
+BASE = "http://site.test/docs/"
+
+
+class Scorer:
+    """The engine's real relevance model in-process (the Score RPC's implementation), counting calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, pages: Sequence[tuple[str, str]]) -> list[float]:
+        self.calls += 1
+        return [MODEL.score(t, x) for t, x in pages]
+
+
+def ok(url: str, body: str, charset: str | None = "utf-8") -> f.FetchResult:
+    return f.FetchResult(url, f.OK, status=200, content=body.encode(charset or "utf-8"), charset=charset)
+
+
+PAGE = """<html><head><title>SQL queries</title><script>var x = "invisible";</script></head>
+<body><p>A database query in SQL selects rows from a table.</p>
+<a href="b.html#part">Transactions and SQL</a> <a href="b.html">b again</a>
+<a href="mailto:x@y">mail</a> <a href="ftp://x/y">ftp</a> <a href="http://other.test/z">other host</a>
+<a href="/c.html">cooking</a></body></html>"""
+
+
+def test_new_page_scored_links_canonical_and_in_scope() -> None:
+    scorer = Scorer()
+    proc = ResponseProcessor(scorer, max_bytes=1 << 20, in_scope=lambda u: u.startswith("http://site.test/"))
+    [p] = proc.process([ok(BASE + "a.html", PAGE)], fetch_time=1000.0)
+    assert p.kind == NEW and p.error is None
+    assert p.op is not None
+    assert p.relevance == MODEL.score(p.op.title, p.op.text) > 0.1
+    assert [c.url for c in p.children] == [BASE + "b.html", "http://site.test/c.html"]
+    sql_anchor, cooking = p.children
+    assert sql_anchor.anchor.startswith("Transactions and SQL")
+    assert sql_anchor.anchor_relevance > cooking.anchor_relevance == 0.0
+    assert p.op is not None and p.op.title == "SQL queries" and "invisible" not in p.op.text
+    assert p.op.relevance == p.relevance and p.op.fetch_time == 1000.0
+    assert scorer.calls == 1  # pages and anchors in one Score call
+
+
+def test_change_detection_and_deletion() -> None:
+    proc = ResponseProcessor(Scorer(), max_bytes=1 << 20)
+    url = BASE + "a.html"
+    assert proc.process([ok(url, PAGE)], 1.0)[0].kind == NEW
+    again = proc.process([ok(url, PAGE.replace("<script>", "<script>//changed "))], 2.0)[0]
+    assert again.kind == UNCHANGED and again.op is None  # invisible change: same visible content
+    changed = proc.process([ok(url, PAGE.replace("selects rows", "deletes rows"))], 3.0)[0]
+    assert changed.kind == MODIFIED and changed.op is not None
+    gone = proc.process([f.FetchResult(url, f.NOT_FOUND, status=404)], 4.0)[0]
+    assert gone.kind == DELETED and gone.op is not None and gone.op.delete
+    never = proc.process([f.FetchResult(BASE + "x", f.NOT_FOUND, status=404)], 5.0)[0]
+    assert never.kind == ERROR and never.error == f.NOT_FOUND and never.op is None
+
+
+def test_failures_and_redirects() -> None:
+    proc = ResponseProcessor(Scorer(), max_bytes=1 << 20, in_scope=lambda u: "site.test" in u)
+    results = [
+        f.FetchResult(BASE + "t", f.TIMEOUT),
+        f.FetchResult(BASE + "r", f.REDIRECT, status=301, redirect_to=BASE + "target"),
+        f.FetchResult(BASE + "out", f.REDIRECT, status=302, redirect_to="http://evil.test/"),
+    ]
+    timeout, moved, out = proc.process(results, 1.0)
+    assert (timeout.kind, timeout.error) == (ERROR, f.TIMEOUT)
+    # a redirect has no content of its own; its target is its one discovered child
+    assert moved.kind == NEW and moved.relevance == 0.0 and moved.error == f.REDIRECT
+    assert [c.url for c in moved.children] == [BASE + "target"] and moved.op is None
+    assert out.children == ()  # out of scope
+    # a page we had indexed now redirects: delete it, and crawl the target as a new root
+    proc.process([ok(BASE + "old", PAGE)], 2.0)
+    [old] = proc.process([f.FetchResult(BASE + "old", f.REDIRECT, status=301, redirect_to=BASE + "new")], 3.0)
+    assert old.kind == DELETED and old.op is not None and old.op.delete and old.seed == BASE + "new"
+
+
+def test_garbage_never_raises_and_noindex_nofollow() -> None:
+    proc = ResponseProcessor(Scorer(), max_bytes=4096)
+    junk = f.FetchResult(BASE + "bin", f.OK, status=200, content=bytes(range(256)) * 100)
+    latin = ok(BASE + "latin", "<title>caf\xe9</title><p>d\xe9j\xe0 vu SQL</p>", charset="latin-1")
+    robots = ok(BASE + "n", '<meta name="robots" content="noindex,nofollow"><a href="x">x</a> SQL')
+    p_junk, p_latin, p_robots = proc.process([junk, latin, robots], 1.0)
+    assert p_junk.kind == NEW
+    assert p_latin.op is not None and p_latin.op.title == "caf\xe9"
+    assert p_robots.op is None and p_robots.children == ()
