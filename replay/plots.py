@@ -44,8 +44,8 @@ def plot_traversals(results: dict[str, Any], path: Path) -> None:
             ax.plot(range(1, len(ratios) + 1), ratios, marker="o", ms=3, label=name)
         else:
             color, style = _BASELINE_STYLE.get(name, ("tab:blue", "--"))
-            ax.hlines(
-                ratios[0], 1, max(n, 2), colors=color, linestyles=style, label=f"{name} ({ratios[0]:.3f})"
+            ax.plot(
+                [1, max(n, 2)], [ratios[0]] * 2, color=color, linestyle=style, label=f"{name} ({ratios[0]:.3f})"
             )
             if name == "random" and "P_ratio_std" in entry:
                 sd = entry["P_ratio_std"]

@@ -622,6 +622,8 @@ class WhittleController(_Controller):
         self._group_live: list[int] = []
         self._state_groups: dict[str, set[int]] = {}
         self._doc_state_list: list[str | None] = []
+        self._hybrid = cfg.state == "hybrid"
+        self._aux: list[str | None] = []  # hybrid: the generalising key beside the queue key
         self._fringe_n = 0
         # uniformly random fringe document (epsilon exploration): array + position map
         self._explore = cfg.epsilon > 0.0
@@ -631,6 +633,8 @@ class WhittleController(_Controller):
     def _new_doc(self, url: str, parent_rel: float, depth: int) -> int:
         doc = super()._new_doc(url, parent_rel, depth)
         self._doc_state_list.append(None)
+        if self._hybrid:
+            self._aux.append(None)
         return doc
 
     def _doc_state(self, doc: int) -> str | None:
@@ -681,6 +685,11 @@ class WhittleController(_Controller):
 
     def _enqueue(self, doc: int, ctx: DiscoveryContext) -> None:
         state = self.extract(ctx)
+        if self._hybrid:
+            self._aux[doc] = state
+            own = "u:" + ctx.url
+            if own in self.q:
+                state = own
         self._doc_state_list[doc] = state
         self._add_to_group(doc, state)
 
@@ -750,16 +759,20 @@ class WhittleController(_Controller):
         q_next = q.value(RETRIEVED_STATE) if self.recrawl_index is not None else 0.0
         child_states = self._doc_state_list
         bonus = [q.value(child_states[c]) for c in children]  # type: ignore[arg-type]
-        # Eq. 10, active control, with the child-discovery bonus
-        q.set(state, 1, q_update(q.get(state, 1), g, q_next, bonus, alpha=cfg.alpha, gamma=cfg.gamma))
-        if was_fringe:
-            # Eq. 10, passive control: reward 0, same state, next control active
-            q.set(
-                state,
-                0,
-                q_update(q.get(state, 0), 0.0, q.get(state, 1), (), alpha=cfg.alpha_passive, gamma=cfg.gamma),
-            )
-            self._rekey_state(state)
+        states = [state]
+        if self._hybrid and was_fringe:
+            # learn the URL's own entry and the generalising one from the same sample
+            states = list(dict.fromkeys(x for x in ("u:" + self._urls[doc], self._aux[doc]) if x is not None))
+        for x in states:
+            # Eq. 10, active control, with the child-discovery bonus
+            q.set(x, 1, q_update(q.get(x, 1), g, q_next, bonus, alpha=cfg.alpha, gamma=cfg.gamma))
+            if was_fringe:
+                # Eq. 10, passive control: reward 0, same state, next control active
+                passive = q_update(
+                    q.get(x, 0), 0.0, q.get(x, 1), (), alpha=cfg.alpha_passive, gamma=cfg.gamma
+                )
+                q.set(x, 0, passive)
+                self._rekey_state(x)
 
     # -- Q-table persistence ---------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ crawls and JSON-serialisable):
   anchor-text relevance and depth (and, optionally, the host).
 * ``url`` -- the document's own URL (known before the fetch); it memorises a graph across traversals and
   is useful as an upper reference for what tabular learning can do on a fixed graph.
+* ``hybrid`` -- the URL's own entry once the Q-table has one, else the generalising features (the
+  controller learns both from every fetch): generalises on a first traversal, memorises on later ones.
 
 Select by name with :func:`make_state_extractor`.
 """
@@ -98,7 +100,7 @@ class GeneralisingState:
         return key
 
 
-STATE_NAMES = ("parent", "generalising", "generalising-host", "url")
+STATE_NAMES = ("parent", "generalising", "generalising-host", "url", "hybrid")
 
 
 def make_state_extractor(
@@ -109,7 +111,7 @@ def make_state_extractor(
         return ParentIdentityState()
     if name == "url":
         return UrlIdentityState()
-    if name in ("generalising", "generalising-host"):
+    if name in ("generalising", "generalising-host", "hybrid"):
         return GeneralisingState(
             relevance_bins=relevance_bins,
             anchor_bins=anchor_bins,
