@@ -45,7 +45,11 @@ def plot_traversals(results: dict[str, Any], path: Path) -> None:
         else:
             color, style = _BASELINE_STYLE.get(name, ("tab:blue", "--"))
             ax.plot(
-                [1, max(n, 2)], [ratios[0]] * 2, color=color, linestyle=style, label=f"{name} ({ratios[0]:.3f})"
+                [1, max(n, 2)],
+                [ratios[0]] * 2,
+                color=color,
+                linestyle=style,
+                label=f"{name} ({ratios[0]:.3f})",
             )
             if name == "random" and "P_ratio_std" in entry:
                 sd = entry["P_ratio_std"]
