@@ -107,7 +107,7 @@ class _ArmSampler:
         self.R = np.stack([arm.R0, arm.R1])  # 2 x d
 
     def step(self, X: IntArray, Z: IntArray, rng: np.random.Generator) -> IntArray:
-        r: FloatArray = rng.random(X.shape[0])
+        r = np.asarray(rng.random(X.shape[0]), dtype=np.float64)
         rows = self.cum[Z, X]  # arms x d
         return (rows < r[:, None]).sum(axis=1).astype(np.int64)
 
@@ -119,7 +119,7 @@ def _choose(scores: FloatArray, M: int, epsilon: float, rng: np.random.Generator
         Z[rng.choice(n, size=M, replace=False)] = 1
     else:
         # top M by score, ties broken uniformly at random
-        jitter: FloatArray = rng.random(n)
+        jitter = np.asarray(rng.random(n), dtype=np.float64)
         order = np.lexsort((jitter, -scores))
         Z[order[:M]] = 1
     return Z
