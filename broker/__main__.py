@@ -10,12 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
+
 from oasis.broker.clients import GrpcDirectoryClient, GrpcEngineClient
+from oasis.broker.merge import NORMALISATIONS
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import BrokerServicer
-from oasis.v1 import broker_pb2, broker_pb2_grpc
-
 from oasis.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.v1 import broker_pb2, broker_pb2_grpc
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--route-cache-seconds", type=float, default=2.0)
     p.add_argument("--default-deadline-ms", type=int, default=1000)
     p.add_argument("--max-concurrent-queries", type=int, default=64)
-    p.add_argument("--normalisation", choices=("max", "cori", "raw"), default="max")
+    p.add_argument("--normalisation", choices=NORMALISATIONS, default=BrokerConfig.normalisation)
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 

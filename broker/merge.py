@@ -8,7 +8,10 @@ statistics), so each engine's scores are normalised before merging. Two normalis
   D' = (D - D_min) / (D_max - D_min) with D_min = 0 for BM25, C' = (C - C_min) / (C_max - C_min) over the
   engines queried (C is the engine's resource-selection belief), and D'' = (D' + 0.4 * D' * C') / 1.4.
 
-``raw`` (no normalisation) is kept only as a baseline for the merge-quality benchmark.
+* ``global``: s / the largest s_max over the engines merged: one scale for all engines, so the ranking is
+  that of the raw scores. It assumes raw BM25F scores are comparable, which holds roughly when engines share
+  the analyser and BM25F parameters and their term statistics are alike; ``oasis bench merge-quality``
+  measured it closest to one central index on the three documentation corpora (docs/directory-broker.md).
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from typing import Literal
 
 from oasis.urls import InvalidURL, canonicalize
 
-Normalisation = Literal["max", "cori", "raw"]
-NORMALISATIONS: tuple[Normalisation, ...] = ("max", "cori", "raw")
+Normalisation = Literal["max", "cori", "global"]
+NORMALISATIONS: tuple[Normalisation, ...] = ("max", "cori", "global")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,10 +69,16 @@ def _c_norm(results: Sequence[EngineResult]) -> dict[str, float]:
     return {r.engine: (r.route_score - lo) / (hi - lo) if hi > lo else 1.0 for r in results}
 
 
-def normalised_scores(result: EngineResult, c_norm: float, method: Normalisation) -> list[float]:
-    d_max = max([result.max_score, *(h.score for h in result.hits)])
-    if method == "raw":
-        return [h.score for h in result.hits]
+def _d_max(result: EngineResult) -> float:
+    return max([result.max_score, *(h.score for h in result.hits)])
+
+
+def normalised_scores(
+    result: EngineResult, c_norm: float, method: Normalisation, global_max: float = 0.0
+) -> list[float]:
+    d_max = _d_max(result)
+    if method == "global":
+        return [max_norm(h.score, global_max) for h in result.hits]
     if method == "max":
         return [max_norm(h.score, d_max) for h in result.hits]
     if method == "cori":
@@ -86,10 +95,11 @@ def merge(results: Sequence[EngineResult], k: int, method: Normalisation = "max"
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     c_norm = _c_norm(results)
+    global_max = max((_d_max(r) for r in results), default=0.0)
     best: dict[str, MergedHit] = {}
     for result in results:
         for hit, score in zip(
-            result.hits, normalised_scores(result, c_norm[result.engine], method), strict=True
+            result.hits, normalised_scores(result, c_norm[result.engine], method, global_max), strict=True
         ):
             try:
                 url = canonicalize(hit.url)

@@ -56,7 +56,7 @@ class BrokerConfig:
     max_concurrent_queries: int = 64
     route_budget_fraction: float = 0.5  # share of the time left that the directory call may use
     route_cache_entries: int = 10_000
-    normalisation: Normalisation = "max"
+    normalisation: Normalisation = "global"  # measured best vs a central index (docs/directory-broker.md)
     backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
 
     def __post_init__(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import grpc
+
 from oasis.broker.ports import DirectoryUnavailable, InvalidRequest, Overloaded
 from oasis.broker.service import Broker, SearchOutcome
 from oasis.v1 import broker_pb2, broker_pb2_grpc

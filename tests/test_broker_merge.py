@@ -34,8 +34,10 @@ def test_max_normalisation_makes_engines_comparable() -> None:
     assert [h.engine for h in merged] == ["a", "b", "a", "b"]
 
 
-def test_raw_merge_lets_the_engine_with_large_scores_win() -> None:
-    assert [h.engine for h in merge([A, B], 4, "raw")] == ["a", "a", "b", "b"]
+def test_global_normalisation_keeps_the_raw_ranking_on_one_scale() -> None:
+    merged = merge([A, B], 4, "global")
+    # every score divided by the largest engine maximum, 10: 10, 5, 2, 1 -> 1, 0.5, 0.2, 0.1
+    assert [(h.engine, h.score) for h in merged] == [("a", 1.0), ("a", 0.5), ("b", 0.2), ("b", 0.1)]
 
 
 def test_cori_merge_by_hand() -> None:
@@ -89,7 +91,7 @@ urls = st.sampled_from([f"http://h{i % 3}.test/{i}" for i in range(8)] + ["http:
         max_size=4,
     ),
     st.integers(0, 12),
-    st.sampled_from(["max", "cori", "raw"]),
+    st.sampled_from(["max", "cori", "global"]),
 )
 def test_merge_invariants(engines: list[tuple[float, list[tuple[str, float]]]], k: int, method: str) -> None:
     results = [result(f"e{i}", c, hits) for i, (c, hits) in enumerate(engines)]
@@ -99,5 +101,4 @@ def test_merge_invariants(engines: list[tuple[float, list[tuple[str, float]]]], 
     assert [h.score for h in merged] == sorted((h.score for h in merged), reverse=True)
     distinct = {u.split("#")[0].lower() for _, hits in engines for u, _ in hits}
     assert len(merged) == min(k, len(distinct))
-    if method != "raw":
-        assert all(0.0 <= h.score <= 1.0 + 1e-12 for h in merged)
+    assert all(0.0 <= h.score <= 1.0 + 1e-12 for h in merged)

@@ -195,7 +195,7 @@ FAST_BACKOFF = BackoffPolicy(threshold=2, base_seconds=0.3, cap_seconds=1.0)
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster(BrokerConfig(route_cache_seconds=0.0, backoff=FAST_BACKOFF))
+    c = Cluster(BrokerConfig(route_cache_seconds=0.0, backoff=FAST_BACKOFF, normalisation="max"))
     yield c
     c.close()
 
