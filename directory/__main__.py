@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+
 from oasis.directory.registry import Registry
 from oasis.directory.servicer import DirectoryServicer
-from oasis.v1 import directory_pb2, directory_pb2_grpc
-
 from oasis.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.v1 import directory_pb2, directory_pb2_grpc
 
 logger = logging.getLogger(__name__)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import grpc
+
 from oasis.directory.analysis import InvalidQuery, check_query
 from oasis.directory.registry import EngineRecord, InvalidEngine, Registry, Summary, TermStats
 from oasis.directory.routing import route

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from oasis.directory.registry import InvalidEngine, Registry, Summary, TermStats
 
 

@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from oasis.directory.analysis import InvalidQuery, analyse, check_query
 from oasis.directory.registry import EngineRecord, Summary, TermStats
 from oasis.directory.routing import cori_belief, cori_i, cori_t, route

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import grpc
 import pytest
+
 from oasis.directory.__main__ import add_directory
 from oasis.directory.registry import Registry
-from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
-
 from oasis.service import RunningServer, ServerConfig, build_server
+from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
 
 
 class FakeClock:
