@@ -29,7 +29,9 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int], None]  # called with the number of steps just completed
 
-_MODIFY, _DELETE, _CREATE = 0, 1, 2
+MODIFY, DELETE, CREATE = 0, 1, 2  # event kinds
+# (event times sorted, node of each event, kind of each event, creation time of every node: 0 = present)
+Events = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int8], npt.NDArray[np.float64]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,7 +124,7 @@ class Replay:
         self.reachable = int(self.reach.sum())
         self.total_relevance = float(rel[self.reach].sum())
         self._indptr: list[int] = graph.indptr.tolist()
-        self._indices: list[int] = graph.indices.tolist()
+        self._indices = graph.indices
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -132,8 +134,10 @@ class Replay:
         urls = self.urls
         ar = self.anchor
         if ar is None:
-            return [Discovered(urls[j]) for j in self._indices[lo:hi]]
-        return [Discovered(urls[j], "", a) for j, a in zip(self._indices[lo:hi], ar[lo:hi], strict=True)]
+            return [Discovered(urls[j]) for j in self._indices[lo:hi].tolist()]
+        return [
+            Discovered(urls[j], "", a) for j, a in zip(self._indices[lo:hi].tolist(), ar[lo:hi], strict=True)
+        ]
 
     def steps_for(self, budget: int, m: int) -> int:
         """T = ceil(budget / m) steps."""
@@ -198,18 +202,20 @@ class Replay:
         changes: ChangeModel | None = None,
         rng: np.random.Generator | None = None,
         progress: Progress | None = None,
+        events: Events | None = None,
     ) -> ReplayResult:
         """Replay ``steps`` steps of m fetches. With ``changes`` (not static) the web changes meanwhile;
-        ``rng`` draws the change processes (required then)."""
-        if changes is None or changes.static:
+        ``rng`` draws the change processes (required then). ``events`` replaces the drawn processes by a
+        given event list (see :meth:`change_events`; tests use it for hand-worked cases)."""
+        if events is None and (changes is None or changes.static):
             return self.run_static(controller, m=m, steps=steps, progress=progress)
-        if rng is None:
-            raise ValueError("a changing web needs an rng for its Poisson processes")
-        return self._run_changing(controller, m=m, steps=steps, changes=changes, rng=rng, progress=progress)
+        if events is None:
+            if rng is None or changes is None:
+                raise ValueError("a changing web needs an rng for its Poisson processes")
+            events = self.change_events(changes, steps, rng)
+        return self._run_changing(controller, m=m, steps=steps, events=events, progress=progress)
 
-    def change_events(
-        self, changes: ChangeModel, steps: int, rng: np.random.Generator
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int8], npt.NDArray[np.float64]]:
+    def change_events(self, changes: ChangeModel, steps: int, rng: np.random.Generator) -> Events:
         """Pre-drawn events (time, node, kind) sorted by time, and each node's creation time (0 = present)."""
         n = len(self.urls)
         horizon = float(steps)
@@ -232,7 +238,7 @@ class Replay:
             created[idx[created[idx] > horizon]] = math.inf
             times.append(created[keep])
             nodes.append(keep.astype(np.int64))
-            kinds.append(np.full(len(keep), _CREATE, dtype=np.int8))
+            kinds.append(np.full(len(keep), CREATE, dtype=np.int8))
         if changes.modify_rate > 0:
             mu = rates(changes.modify_rate)
             counts = rng.poisson(mu * horizon)
@@ -241,16 +247,16 @@ class Replay:
             ok = when > created[who]
             times.append(when[ok])
             nodes.append(who[ok])
-            kinds.append(np.full(int(ok.sum()), _MODIFY, dtype=np.int8))
+            kinds.append(np.full(int(ok.sum()), MODIFY, dtype=np.int8))
         if changes.delete_rate > 0:
             delta = rates(changes.delete_rate)
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", over="ignore"):
                 when = created + rng.exponential(1.0, n) / delta
             who = np.flatnonzero(when <= horizon)
             who = who[~np.isin(who, self.seeds)]
             times.append(when[who])
             nodes.append(who.astype(np.int64))
-            kinds.append(np.full(len(who), _DELETE, dtype=np.int8))
+            kinds.append(np.full(len(who), DELETE, dtype=np.int8))
         t = np.concatenate(times) if times else np.zeros(0)
         v = np.concatenate(nodes) if nodes else np.zeros(0, dtype=np.int64)
         k = np.concatenate(kinds) if kinds else np.zeros(0, dtype=np.int8)
@@ -263,12 +269,11 @@ class Replay:
         *,
         m: int,
         steps: int,
-        changes: ChangeModel,
-        rng: np.random.Generator,
+        events: Events,
         progress: Progress | None,
     ) -> ReplayResult:
         n = len(self.urls)
-        ev_t, ev_v, ev_k, created_at = self.change_events(changes, steps, rng)
+        ev_t, ev_v, ev_k, created_at = events
         ev_t_l, ev_v_l, ev_k_l = ev_t.tolist(), ev_v.tolist(), ev_k.tolist()
         created = created_at.tolist()
         # in-links, for "a new page modifies the pages that link to it"
@@ -312,9 +317,9 @@ class Replay:
             while e < n_events and ev_t_l[e] <= now:
                 i, kind = ev_v_l[e], ev_k_l[e]
                 e += 1
-                if kind == _MODIFY:
+                if kind == MODIFY:
                     modify(i)
-                elif kind == _DELETE:
+                elif kind == DELETE:
                     if exists[i]:
                         if fresh(i) and reach[i]:
                             S_CV -= rel[i]

@@ -45,6 +45,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -181,15 +182,16 @@ class _Controller:
         self._ids: dict[str, int] = {}
         self._urls: list[str] = []
         self._status = bytearray()
-        self._host_id: list[int] = []
-        self._rel: list[float] = []  # r_k(i): last relevance score (0 until retrieved)
-        self._parent_rel: list[float] = []
-        self._depth: list[int] = []
-        self._key: list[float] = []  # priority key for baseline policies
-        self._fetches: list[int] = []
-        self._changes: list[int] = []
-        self._first_fetch: list[float] = []
-        self._last_fetch: list[float] = []
+        # per-document facts in compact typed arrays (8 or 4 bytes per document)
+        self._host_id = array("i")
+        self._rel = array("d")  # r_k(i): last relevance score (0 until retrieved)
+        self._parent_rel = array("d")
+        self._depth = array("i")
+        self._key = array("d")  # priority key for baseline policies
+        self._fetches = array("i")
+        self._changes = array("i")
+        self._first_fetch = array("d")
+        self._last_fetch = array("d")
         self._hosts: list[str] = []
         self._host_ids: dict[str, int] = {}
         self._seq = 0
