@@ -28,8 +28,14 @@ import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from numpy.typing import NDArray
 
 from oasis.freshness.ephemeral import whittle_index
+
+_ETA_TOL = 1e-9  # ages that are whole periods up to rounding count as whole periods
 
 # ---------------------------------------------------------------------------------------------------------
 # (a) Change-rate estimation from what crawls observe
@@ -77,24 +83,31 @@ def poisson_rate_mle(
 
 
 def _solve_mle(tc: list[float], tu_sum: float, *, tol: float, max_iter: int) -> float:
+    t = np.asarray(tc, dtype=np.float64)
+
     def g(lam: float) -> float:
         # decreasing in lam: from +inf at lam -> 0 to -tu_sum at lam -> inf
-        return sum(t / math.expm1(min(lam * t, 700.0)) for t in tc) - tu_sum
+        return float((t / np.expm1(np.minimum(lam * t, 700.0))).sum()) - tu_sum
 
-    lo, hi = 0.0, 1.0 / max(min(tc), 1e-300)
+    # bracket: g(lo) > 0 >= g(hi); then bisection in log space (the root can span many decades)
+    lo = hi = 1.0 / float(t.mean())
+    while g(lo) <= 0:
+        lo /= 4.0
+        if lo < 1e-300:
+            return 0.0
     while g(hi) > 0:
-        lo, hi = hi, hi * 2.0
+        hi *= 4.0
         if hi > 1e300:
             return math.inf
     for _ in range(max_iter):
-        mid = 0.5 * (lo + hi)
+        mid = math.sqrt(lo * hi)
         if g(mid) > 0:
             lo = mid
         else:
             hi = mid
-        if hi - lo <= tol * max(hi, 1e-300):
+        if hi - lo <= tol * hi:
             break
-    return 0.5 * (lo + hi)
+    return math.sqrt(lo * hi)
 
 
 @dataclass
@@ -117,6 +130,7 @@ class ChangeRateEstimator:
     _changed: deque[float] = field(default_factory=deque, repr=False)
     _unchanged: deque[float] = field(default_factory=deque, repr=False)
     _order: deque[tuple[bool, float]] = field(default_factory=deque, repr=False)
+    _cached: float | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.prior_rate > 0:
@@ -129,6 +143,7 @@ class ChangeRateEstimator:
     def observe(self, interval: float, changed: bool) -> None:
         if not (interval > 0 and math.isfinite(interval)):
             raise ValueError(f"interval must be finite and > 0, got {interval}")
+        self._cached = None
         self._order.append((changed, interval))
         (self._changed if changed else self._unchanged).append(interval)
         if len(self._order) > self.window:
@@ -144,6 +159,11 @@ class ChangeRateEstimator:
         return len(self._changed)
 
     def rate(self) -> float:
+        if self._cached is None:
+            self._cached = self._rate()
+        return self._cached
+
+    def _rate(self) -> float:
         if not self._order:
             return self.prior_rate
         if not self._changed:
@@ -210,6 +230,34 @@ def recrawl_index(
     return whittle_index(x, alpha, u, cost)
 
 
+def recrawl_index_array(
+    relevance: NDArray[np.float64],
+    change_rate: NDArray[np.float64],
+    age: NDArray[np.float64],
+    *,
+    period: float = 1.0,
+    cost: NDArray[np.float64] | float = 1.0,
+) -> NDArray[np.float64]:
+    """Vectorised :func:`recrawl_index`, through the form Theorem 1 takes for a document.
+
+    With x = r (1 - e^{-lam a}), alpha = e^{-lam T}, u = r (1 - alpha): (u - (1 - alpha) x) / u = e^{-lam a},
+    so eta = ceil(a / T) and Theorem 1 becomes
+
+        gamma(a) = (r / C) [1 - alpha^eta - eta (1 - alpha) e^{-lam a}],   eta = ceil(a / T).
+
+    (On the grid a = k T this is r [1 - alpha^k - k (1 - alpha) alpha^k] / C.) Inputs must be valid (>= 0).
+    """
+    r = np.asarray(relevance, dtype=np.float64)
+    lam = np.asarray(change_rate, dtype=np.float64)
+    a = np.asarray(age, dtype=np.float64)
+    eta = np.ceil(a / period - _ETA_TOL)
+    eta = np.maximum(eta, 0.0)
+    one_minus_alpha = -np.expm1(-lam * period)
+    # papers/002 Theorem 1 specialised to x = r (1 - e^{-lam a})
+    g = r * (-np.expm1(-lam * period * eta) - eta * one_minus_alpha * np.exp(-lam * a))
+    return np.where((lam > 0) & (a > 0), np.maximum(g, 0.0), 0.0) / cost
+
+
 # ---------------------------------------------------------------------------------------------------------
 # (c) Baseline re-crawl schedules
 # ---------------------------------------------------------------------------------------------------------
@@ -274,3 +322,106 @@ class AdaptiveFetchSchedule:
         if interval <= 0:
             raise ValueError("interval must be > 0")
         return age / interval
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Re-crawl hooks for the request controller: ``hook(arm, now) -> float`` in the fringe's unit (relevance)
+# ---------------------------------------------------------------------------------------------------------
+
+
+class CrawledDoc(Protocol):
+    """What the controller knows about a retrieved document (duck-typed; the robot's ``RecrawlArm``)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def relevance(self) -> float: ...
+    @property
+    def last_fetch(self) -> float: ...
+    @property
+    def fetches(self) -> int: ...
+    @property
+    def changes(self) -> int: ...
+
+
+@dataclass
+class _DocHistory:
+    fetches: int
+    changes: int
+    last_fetch: float
+    estimator: ChangeRateEstimator
+    interval: float = 0.0
+
+
+class WhittleRecrawl:
+    """``recrawl_index`` hook: per-document change-rate estimate + the ephemeral Whittle index.
+
+    Each call compares the arm's fetch/change counters with the ones it saw last time; a new fetch adds one
+    observation (interval since the previous fetch, changed or not) to that document's
+    :class:`ChangeRateEstimator`. The value is :func:`recrawl_index` at age ``now - last_fetch``.
+    """
+
+    def __init__(self, *, period: float = 1.0, prior_rate: float = 0.1, window: int = 256) -> None:
+        if not period > 0:
+            raise ValueError("period must be > 0")
+        self.period = period
+        self.prior_rate = prior_rate
+        self.window = window
+        self._docs: dict[str, _DocHistory] = {}
+
+    def _history(self, arm: CrawledDoc) -> _DocHistory:
+        h = self._docs.get(arm.url)
+        if h is None:
+            h = _DocHistory(
+                fetches=arm.fetches,
+                changes=arm.changes,
+                last_fetch=arm.last_fetch,
+                estimator=ChangeRateEstimator(prior_rate=self.prior_rate, window=self.window),
+            )
+            self._docs[arm.url] = h
+        elif arm.fetches > h.fetches:
+            interval = arm.last_fetch - h.last_fetch
+            if interval > 0:
+                h.estimator.observe(interval, arm.changes > h.changes)
+            h.fetches, h.changes, h.last_fetch = arm.fetches, arm.changes, arm.last_fetch
+        return h
+
+    def rate(self, arm: CrawledDoc) -> float:
+        return self._history(arm).estimator.rate()
+
+    def __call__(self, arm: CrawledDoc, now: float) -> float:
+        rate = self.rate(arm)
+        return recrawl_index(arm.relevance, rate, max(0.0, now - arm.last_fetch), period=self.period)
+
+
+class ScheduleRecrawl:
+    """``recrawl_index`` hook for the baselines: a document is due once its age reaches its interval (fixed
+    for :class:`UniformSchedule`, adapted per document by :class:`AdaptiveFetchSchedule`); a due document is
+    worth its relevance (Nutch's generator ranks due pages by score), one not due is passive (0)."""
+
+    def __init__(self, schedule: UniformSchedule | AdaptiveFetchSchedule, *, initial_interval: float) -> None:
+        if not initial_interval > 0:
+            raise ValueError("initial_interval must be > 0")
+        self.schedule = schedule
+        self.initial_interval = initial_interval
+        self._docs: dict[str, _DocHistory] = {}
+
+    def interval(self, arm: CrawledDoc) -> float:
+        h = self._docs.get(arm.url)
+        if h is None:
+            h = _DocHistory(
+                fetches=arm.fetches,
+                changes=arm.changes,
+                last_fetch=arm.last_fetch,
+                estimator=ChangeRateEstimator(),
+                interval=self.initial_interval,
+            )
+            self._docs[arm.url] = h
+        elif arm.fetches > h.fetches:
+            h.interval = self.schedule.next_interval(h.interval, arm.changes > h.changes)
+            h.fetches, h.changes, h.last_fetch = arm.fetches, arm.changes, arm.last_fetch
+        return h.interval
+
+    def __call__(self, arm: CrawledDoc, now: float) -> float:
+        interval = self.interval(arm)
+        return arm.relevance if now - arm.last_fetch >= interval else 0.0
