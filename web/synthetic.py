@@ -28,7 +28,7 @@ import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -349,15 +349,11 @@ def _generate(web: SyntheticWeb) -> None:
     # regular pages: a topic, then a host that leans to that topic (host h's main topic is h % T)
     reg_topic = rng.integers(0, T, size=R)
     reg_host = rng.integers(0, H, size=R)
-    if H >= T:
-        hosts_of = [np.arange(t, H, T) for t in range(T)]
-        counts = np.array([len(h) for h in hosts_of])
+    if H >= T:  # host h's main topic is h % T, so the hosts leaning to topic t are t, t + T, t + 2T, ...
+        counts = (H - np.arange(T) + T - 1) // T
         lean = rng.random(R) < 0.6
-        pick = (rng.random(R) * counts[reg_topic]).astype(np.int64)
-        leaned = np.array(
-            [hosts_of[t][p] for t, p in zip(reg_topic[lean], pick[lean], strict=True)], dtype=np.int64
-        )
-        reg_host[lean] = leaned
+        pick = (rng.random(int(lean.sum())) * counts[reg_topic[lean]]).astype(np.int64)
+        reg_host[lean] = reg_topic[lean] + T * pick
     host[first:] = reg_host
     topic[first:] = reg_topic
 
@@ -376,15 +372,15 @@ def _generate(web: SyntheticWeb) -> None:
     parent[:H] = -1
     parent[H:first] = host[H:first]
     parent[first + order] = parent_sorted
-    depth_list = [0] * N
-    for i in range(H, first):
-        depth_list[i] = 1
-    par = parent.tolist()
-    for off in order.tolist():  # parents precede children within a group
-        i = first + off
-        depth_list[i] = depth_list[par[i]] + 1
-    depth = np.array(depth_list, dtype=np.int32)
-
+    # depth = depth(parent) + 1, by Jacobi sweeps: exact after (max depth) sweeps, each one vectorised
+    depth = np.zeros(N, dtype=np.int32)
+    depth[H:first] = 1
+    reg_parent = parent[first:]
+    while True:
+        new = depth[reg_parent] + 1
+        if np.array_equal(new, depth[first:]):
+            break
+        depth[first:] = new
     second = np.empty(N, dtype=np.int16)
     if T > 1:
         shift = rng.integers(1, T, size=N)
@@ -396,8 +392,8 @@ def _generate(web: SyntheticWeb) -> None:
     d = depth[first:].astype(np.float64)
     purity[first:] = np.clip(0.35 + 0.6 * (1 - np.exp(-(d - 1) / 3)) + rng.normal(0, 0.08, R), 0.2, 0.98)
 
-    src: list[npt.NDArray[np.int64]] = []
-    dst: list[npt.NDArray[np.int64]] = []
+    src: list[npt.NDArray[np.integer[Any]]] = []
+    dst: list[npt.NDArray[np.integer[Any]]] = []
     # home -> its sections, home -> other homes (capped)
     src.append(np.repeat(np.arange(H), T))
     dst.append(np.arange(H, first))
@@ -428,30 +424,50 @@ def _generate(web: SyntheticWeb) -> None:
         keep = rng.random(R) < prob
         src.append(reg[keep])
         dst.append(np.asarray(target, dtype=np.int64)[keep])
-    # extra links: homophily, preferring shallow pages (hubs) of the chosen topic
+    # extra links: homophily, preferring shallow pages (hubs) of the chosen topic (int32/float32: memory)
     m = rng.poisson(spec.out_degree, size=R)
-    e_src = np.repeat(reg, m)
-    e_topic = np.repeat(reg_topic, m).astype(np.int64)
+    e_src = np.repeat(reg.astype(np.int32), m)
+    e_topic = np.repeat(reg_topic.astype(np.int32), m)
+    del m
     if T > 1:
-        cross = rng.random(len(e_src)) >= spec.homophily
-        e_topic[cross] = (e_topic[cross] + rng.integers(1, T, size=int(cross.sum()))) % T
-    pool = np.lexsort((np.arange(R), depth[first:], reg_topic)) + first  # by topic, then depth
+        cross = rng.random(len(e_src), dtype=np.float32) >= spec.homophily
+        e_topic[cross] = (e_topic[cross] + rng.integers(1, T, size=int(cross.sum()), dtype=np.int32)) % T
+        del cross
+    pool = (np.lexsort((np.arange(R), depth[first:], reg_topic)) + first).astype(np.int32)  # topic, depth
     pool_counts = np.bincount(reg_topic, minlength=T)
     pool_starts = np.concatenate(([0], np.cumsum(pool_counts)[:-1]))
     nonempty = pool_counts[e_topic] > 0
-    e_src, e_topic = e_src[nonempty], e_topic[nonempty]
-    pick = np.floor(pool_counts[e_topic] * rng.random(len(e_src)) ** 2).astype(np.int64)
+    if not nonempty.all():
+        e_src, e_topic = e_src[nonempty], e_topic[nonempty]
+    del nonempty
+    u = rng.random(len(e_src), dtype=np.float32)
+    u *= u
+    u *= pool_counts[e_topic]
+    pick = np.minimum(u.astype(np.int64), pool_counts[e_topic] - 1)
+    del u
+    pick += pool_starts[e_topic]
+    del e_topic
     src.append(e_src)
-    dst.append(pool[pool_starts[e_topic] + pick])
+    dst.append(pool[pick])
+    del pick
 
-    s_all = np.concatenate(src).astype(np.int64)
-    d_all = np.concatenate(dst).astype(np.int64)
-    keep = s_all != d_all
-    keys = np.unique(s_all[keep] * N + d_all[keep])
-    s_u = keys // N
+    # dedupe (source, target) pairs through one sorted int64 key array, built in place to bound memory
+    keys = np.concatenate([a.astype(np.int32) for a in src]).astype(np.int64)
+    del src
+    keys *= N
+    keys += np.concatenate([a.astype(np.int32) for a in dst])
+    del dst
+    keys.sort()
+    keep = np.empty(len(keys), dtype=bool)
+    keep[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+    keep &= keys // N != keys % N  # no self-loops
+    keys = keys[keep]
+    del keep
     indices = (keys % N).astype(np.int32)
     indptr = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(s_u, minlength=N), out=indptr[1:])
+    np.cumsum(np.bincount(keys // N, minlength=N), out=indptr[1:])
+    del keys
 
     web.n = N
     web.host, web.topic, web.second = host, topic, second
