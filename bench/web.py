@@ -123,7 +123,45 @@ def _serve_bench(n: int) -> dict[str, Any]:
     }
 
 
+def plot_synthetic(spec: str, path: Path) -> None:
+    """Pages per depth split by relevance band, for one synthetic web (the shape the robot must learn)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from oasis.web.synthetic import link_distances, synthetic_web
+
+    web = synthetic_web(spec).web
+    rel = web.relevance_to(web.spec.target)
+    depth = link_distances(web.indptr, web.indices, np.arange(web.spec.hosts))
+    bins = np.arange(int(depth.max()) + 2)
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    bands = [
+        (0.0, 0.05, "r < 0.05"),
+        (0.05, 0.5, "0.05 <= r < 0.5"),
+        (0.5, 0.8, "0.5 <= r < 0.8"),
+        (0.8, 1.01, "r >= 0.8"),
+    ]
+    bottom = np.zeros(len(bins) - 1)
+    for lo, hi, label in bands:
+        counts, _ = np.histogram(depth[(rel >= lo) & (rel < hi)], bins=bins)
+        ax.bar(bins[:-1], counts, bottom=bottom, label=label, width=0.85)
+        bottom += counts
+    ax.set_xlabel("fewest links from a seed (home page)")
+    ax.set_ylabel("pages")
+    ax.set_title(f"{spec}: relevance r(i) to '{web.topic_names[web.spec.target]}' by depth", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.plot:
+        plot_synthetic(args.plot_spec, args.plot)
     sizes = [int(s) for s in args.sizes.split(",")]
     result: dict[str, Any] = {
         "parse": _parse_bench(args.parse_pages),
@@ -153,4 +191,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--parse-pages", type=int, default=200, help="pages for the parse benchmark")
     parser.add_argument("--serve-pages", type=int, default=500, help="pages for the serving benchmark")
     parser.add_argument("--json-out", type=Path, help="write the results as JSON here")
+    parser.add_argument("--plot", type=Path, help="also plot a synthetic web's depth/relevance here (PNG)")
+    parser.add_argument("--plot-spec", default="synthetic:pages=100000,hosts=8,topics=3,seed=1")
     parser.set_defaults(func=run)

@@ -14,6 +14,7 @@ from oasis.web.model import relevance_map
 from oasis.web.synthetic import (
     TOPIC_VOCABULARIES,
     SyntheticSpec,
+    link_distances,
     parse_synthetic_spec,
     reachable_mask,
     synthetic_web,
@@ -81,6 +82,12 @@ def test_structure_reachable_depth_and_homophily(corpus) -> None:  # type: ignor
     web = corpus.web
     assert corpus.reachable() == set(corpus.pages)
     assert reachable_mask(web.indptr, web.indices, np.arange(4)).all()
+    dist = link_distances(web.indptr, web.indices, np.arange(4))
+    assert dist[:4].tolist() == [0] * 4 and (dist[4:] >= 1).all()
+    assert (dist <= web.depth).all()  # the tree path is one path; links can only shorten it
+    for i in range(16, 3000, 101):  # each page is one link further than its nearest in-neighbour
+        parents = np.flatnonzero([i in web.out(j) for j in range(3000)])
+        assert dist[i] == dist[parents].min() + 1
     # no self loops, no duplicate links
     for i in range(0, 3000, 37):
         out = web.out(i).tolist()

@@ -582,6 +582,29 @@ def reachable_mask(
     return seen
 
 
+def link_distances(
+    indptr: npt.NDArray[np.int64], indices: npt.NDArray[np.int32], start: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int32]:
+    """Fewest links from any start node to each node (-1: unreachable), breadth-first a frontier at a time."""
+    n = len(indptr) - 1
+    dist = np.full(n, -1, dtype=np.int32)
+    frontier = np.unique(start)
+    dist[frontier] = 0
+    level = 0
+    while len(frontier):
+        level += 1
+        lo, hi = indptr[frontier], indptr[frontier + 1]
+        lengths = hi - lo
+        total = int(lengths.sum())
+        if total == 0:
+            break
+        offsets = np.repeat(lo - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        nxt = np.unique(indices[np.arange(total) + offsets])
+        frontier = nxt[dist[nxt] < 0]
+        dist[frontier] = level
+    return dist
+
+
 def synthetic_web(spec: str | SyntheticSpec) -> SyntheticCorpus:
     """Generate the synthetic web for a spec string (``"synthetic:pages=...,seed=..."``) or spec object."""
     parsed = parse_synthetic_spec(spec) if isinstance(spec, str) else spec
