@@ -282,6 +282,7 @@ class Crawler:
             self.state = RUNNING
             self._started_at = self._clock()
             self._dispatched_pages = 0
+            self._starved = False
         self._pool = ThreadPoolExecutor(
             max_workers=self.config.max_in_flight + ROBOTS_IN_FLIGHT,
             thread_name_prefix=f"{self.config.name}-fetch",
@@ -381,9 +382,10 @@ class Crawler:
                     for ev in events:
                         if ev is not None:
                             self._on_arrival(*ev)
+                    now = self._clock()  # one instant for the decision and the end test (no race)
                     if not self._stop.is_set():
-                        self._dispatch()
-                    if self._finished():
+                        self._dispatch(now)
+                    if self._finished(now):
                         break
         except Exception:
             logger.exception("dispatch thread failed")
@@ -400,7 +402,7 @@ class Crawler:
             return 0.05
         return min(0.05, max(0.0005, wake - self._clock()))
 
-    def _finished(self) -> bool:
+    def _finished(self, now: float) -> bool:
         """True when nothing is in flight or queued and nothing more can be dispatched."""
         if self._in_flight_pages or self._in_flight_robots or self._responses or self._processing:
             return False
@@ -410,7 +412,6 @@ class Crawler:
             return True
         if self._max_pages and self._dispatched_pages >= self._max_pages:
             return True
-        now = self._clock()
         if self.politeness.robots_due(now) or self.politeness.next_wakeup(now) is not None:
             return False
         # nothing will become ready by waiting: done when the controller has nothing (ready) to hand out
@@ -446,8 +447,7 @@ class Crawler:
         self._responses.append(res)
         self._responses_cv.notify_all()
 
-    def _dispatch(self) -> None:
-        now = self._clock()
+    def _dispatch(self, now: float) -> None:
         for slot in self.politeness.robots_due(now):
             if self._in_flight_robots >= ROBOTS_IN_FLIGHT:
                 break
