@@ -73,6 +73,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--delete-rate", type=float, default=0.0, help="mean Poisson deletion rate per page/step")
     p.add_argument("--create-fraction", type=float, default=0.0, help="share of pages created during the run")
     p.add_argument("--create-rate", type=float, default=0.0, help="rate at which absent pages appear")
+    p.add_argument(
+        "--recrawl",
+        default="none",
+        choices=("none", "whittle"),
+        help="re-crawl retrieved pages: never, or by the ephemeral-content Whittle index with online "
+        "change-rate estimates (oasis.freshness.recrawl, papers/002)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout (and nothing else)")
     p.add_argument("--out", type=Path, default=None, help="write results.json and PNG plots here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -128,7 +135,12 @@ def run(args: argparse.Namespace) -> int:
         prepared = prepare(corpus, args.topic, seed_urls=args.seed_url, anchors=not args.no_anchors)
     except (ValueError, OSError) as exc:
         return _fail(f"cannot load corpus {args.corpus!r}: {exc}")
-    experiment = Experiment(prepared, cfg, q_tables=q_tables)
+    recrawl = None
+    if args.recrawl == "whittle":
+        from oasis.freshness.recrawl import WhittleRecrawl
+
+        recrawl = WhittleRecrawl
+    experiment = Experiment(prepared, cfg, q_tables=q_tables, recrawl=recrawl)
     bar = tqdm(
         total=experiment.total_steps(),
         desc="replay",

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from oasis.replay.baselines import LOOKAHEAD_WEIGHT, lookahead_scores, upper_order
 from oasis.replay.metrics import static_recall_curve, upper_bound_performance
 from oasis.replay.simulator import ChangeModel, Replay, ReplayResult
-from oasis.robot.scheduling.controller import ControllerConfig, make_controller
+from oasis.robot.scheduling.controller import ControllerConfig, RecrawlIndex, make_controller
 from oasis.robot.scheduling.qtable import QTable
 from oasis.robot.scheduling.state import STATE_NAMES
 from oasis.web.model import Corpus
@@ -212,14 +212,16 @@ class Experiment:
         *,
         q_tables: dict[str, QTable] | None = None,
         progress: Progress | None = None,
-        recrawl_index: Any = None,
+        recrawl: Callable[[], RecrawlIndex] | None = None,
     ) -> None:
+        """``recrawl`` builds a fresh re-crawl index per run (e.g. ``oasis.freshness.recrawl.WhittleRecrawl``,
+        which keeps per-document change histories); None: never re-crawl."""
         self.prepared = prepared
         self.replay = prepared.replay
         self.config = config
         self.q_tables: dict[str, QTable] = dict(q_tables or {})
         self.progress = progress
-        self.recrawl_index = recrawl_index
+        self.recrawl = recrawl
         self.budget = config.budget if config.budget is not None else self.replay.reachable
         self.steps = self.replay.steps_for(self.budget, config.m)
         self._rng_counter = 0
@@ -262,7 +264,7 @@ class Experiment:
             rng=rng,
             config=config or self.config.controller,
             oracle=oracle,
-            recrawl_index=self.recrawl_index,
+            recrawl_index=self.recrawl() if self.recrawl is not None else None,
             q=q,
         )
         if preseed:

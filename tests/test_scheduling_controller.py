@@ -166,7 +166,7 @@ def test_recrawl_hook_puts_retrieved_documents_in_the_same_queue() -> None:
         "greedy-parent",
         rng=random.Random(0),
         recrawl_index=index,
-        config=ControllerConfig(recrawl_refresh=1.0),
+        config=ControllerConfig(recrawl_rekey=8),
     )
     ctl.add_seeds(["http://a/"])
     ctl.next_batch(1, 0.0)

@@ -117,7 +117,7 @@ class ControllerConfig:
     relevance_bins: int = 8
     anchor_bins: int = 4
     max_depth: int = 6
-    recrawl_refresh: float = 1.0  # time between re-computations of the re-crawl indices
+    recrawl_rekey: int = 64  # retrieved arms whose re-crawl index is re-computed per next_batch (round robin)
     learn: bool = True  # False: use the Q-table as it is (evaluation of transferred tables)
 
     def __post_init__(self) -> None:
@@ -129,8 +129,8 @@ class ControllerConfig:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
         if not 0.0 <= self.epsilon <= 1.0:
             raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
-        if self.recrawl_refresh <= 0:
-            raise ValueError("recrawl_refresh must be > 0")
+        if self.recrawl_rekey < 1:
+            raise ValueError("recrawl_rekey must be >= 1")
 
 
 class RequestController(Protocol):
@@ -196,7 +196,7 @@ class _Controller:
         self._host_ids: dict[str, int] = {}
         self._seq = 0
         self._recrawl = Frontier()
-        self._recrawl_keyed_at = float("-inf")
+        self._rekey_cursor = 0
         self._flight = 0
         self._reward_sum = 0.0  # first-retrieval rewards, for the mean value of a fringe fetch
         self._reward_n = 0
@@ -414,12 +414,25 @@ class _Controller:
             self._recrawl.remove(doc)
 
     def _rekey_recrawl(self, now: float) -> None:
-        """Re-crawl indices grow as time passes; re-compute them every ``recrawl_refresh`` time units."""
-        if self.recrawl_index is None or now - self._recrawl_keyed_at < self.config.recrawl_refresh:
+        """Re-crawl indices grow as a copy ages: each call re-computes the next ``recrawl_rekey`` retrieved
+        arms in round-robin order (bounded work per decision instead of a full O(n) refresh)."""
+        if self.recrawl_index is None:
             return
-        self._recrawl_keyed_at = now
-        for doc in [d for d, s in enumerate(self._status) if s == _RETRIEVED]:
-            self._push_recrawl(doc, now)
+        status = self._status
+        n = len(status)
+        budget = self.config.recrawl_rekey
+        cursor = self._rekey_cursor
+        for _ in range(min(n, 4 * budget)):
+            if cursor >= n:
+                cursor = 0
+            if status[cursor] == _RETRIEVED:
+                self._push_recrawl(cursor, now)
+                budget -= 1
+                if budget == 0:
+                    cursor += 1
+                    break
+            cursor += 1
+        self._rekey_cursor = cursor
 
     def _remove_fringe(self, doc: int) -> None:
         raise NotImplementedError
@@ -659,8 +672,10 @@ class WhittleController(_Controller):
         return self.q.index(state) if state is not None else 0.0
 
     def _fringe_value(self) -> float:
+        # the learned index of the best group; before the Q-table knows anything, the mean first-retrieval
+        # reward so far (the expected immediate reward of a fringe fetch) is the floor
         top = self._groups.peek()
-        return top[1] if top is not None else 0.0
+        return max(top[1] if top is not None else 0.0, super()._fringe_value())
 
     def _group_of(self, doc: int, state: str) -> int:
         key = (self._host_id[doc], state)
