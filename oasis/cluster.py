@@ -125,6 +125,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     _print_endpoints(cluster)
     sys.stdout.flush()
     if args.detach:
+        cluster.release()
         return 0
     print("Ctrl-C stops the cluster.")
     sys.stdout.flush()
@@ -162,6 +163,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
     except (KeyError, LaunchError) as exc:
         print(f"oasis restart: {exc}", file=sys.stderr)
         return 1
+    cluster.release()
     print(f"{record.name} restarted on {record.address} (pid {record.pid})")
     return 0
 

@@ -206,6 +206,15 @@ class Cluster:
             proc.kill()
             proc.wait()
 
+    def release(self) -> None:
+        """Leave the started processes running on their own (``oasis up --detach``, ``oasis restart``): this
+        object stops tracking them; ``oasis down`` finds them again through the state file."""
+        for proc in self._procs.values():
+            # Popen warns when an object for a still-running child is collected; these children are meant
+            # to outlive us, and are stopped through their recorded pid.
+            proc.returncode = proc.returncode if proc.returncode is not None else 0
+        self._procs.clear()
+
     def restart(self, name: str, timeout: float = 30.0) -> ServiceRecord:
         """Start a (dead or alive) service again with its recorded command line and port."""
         record = self.get(name)

@@ -197,10 +197,16 @@ def open_channel(
     return channel
 
 
+RECONNECT_BACKOFF_MS = 250  # a restarted peer is found again within this (not gRPC's default of up to 120 s)
+
+
 def channel_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
     return [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
+        ("grpc.min_reconnect_backoff_ms", RECONNECT_BACKOFF_MS),
+        ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MS * 4),
     ]
 
 

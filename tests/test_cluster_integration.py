@@ -171,8 +171,9 @@ def test_directory_restart_is_survived_by_reregistration(cluster: Path, indexed:
     # the broker keeps answering from its cached routes while the directory is down
     out = json.loads(oasis(cluster, "search", "CREATE TABLE", "--json").stdout)
     assert out["hits"] and out["engines"]["databases"] == "ok"
-    record = Cluster.load(cluster).restart("directory")
-    assert record.address == directory.address
+    oasis(cluster, "restart", "directory")
+    record = Cluster.load(cluster).get("directory")
+    assert record.address == directory.address and record.pid != directory.pid
     deadline = time.monotonic() + 3.0  # a few heartbeats (0.5 s each)
     engines: set[str] = set()
     while time.monotonic() < deadline and len(engines) < 3:
