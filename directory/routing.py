@@ -60,7 +60,8 @@ def cori_belief(t: float, i: float, b: float = DEFAULT_BELIEF) -> float:
 def route(query: str, engines: Sequence[EngineRecord], k: int = 0) -> Route:
     """Rank ``engines`` for ``query`` by CORI belief; engines sharing no query term are skipped.
 
-    ``k`` > 0 keeps the best k. A term counts as shared when it is in an engine's term statistics or in its
+    ``k`` > 0 keeps the best k. When no engine shares a term, every engine is routed (largest first).
+    A term counts as shared when it is in an engine's term statistics or in its
     analysed topic keywords (a keyword without statistics contributes the default belief only).
     """
     if k < 0:
@@ -87,6 +88,12 @@ def route(query: str, engines: Sequence[EngineRecord], k: int = 0) -> Route:
                 tt = cori_t(stats.df, e.summary.total_terms, avg_cw)
                 beliefs.append(cori_belief(tt, cori_i(n, cf[t])))
         ranked.append(Routed(name=e.name, address=e.address, score=sum(beliefs) / len(beliefs)))
+    if terms and not ranked and skipped:
+        # No summary lists any query term. Summaries hold only an engine's most frequent terms, so absence
+        # is weak evidence: rather than answer from no engine at all, rank every engine by its size.
+        by_size = sorted(engines, key=lambda e: (-e.summary.documents, e.name))
+        ranked = [Routed(name=e.name, address=e.address, score=DEFAULT_BELIEF) for e in by_size]
+        return Route(engines=tuple(ranked[:k] if k else ranked), skipped=())
     ranked.sort(key=lambda r: (-r.score, r.name))
     if k:
         ranked = ranked[:k]

@@ -89,7 +89,21 @@ def test_k_keeps_the_best_and_keywords_count_as_shared_terms() -> None:
 def test_stop_word_only_query_skips_everything() -> None:
     a = engine("a", 1000, {"databas": 10})
     assert route("the and of", [a]).skipped == ("a",)
+    assert route("the and of", [a]).engines == ()
     assert route("anything", []).engines == ()
+
+
+def test_query_no_summary_knows_goes_to_every_engine_largest_first() -> None:
+    small = engine("small", 1000, {"databas": 10})
+    big = EngineRecord(
+        name="big", address="127.0.0.1:9", summary=Summary(documents=500, total_terms=10), expires_at=math.inf
+    )
+    result = route("zymurgy", [small, big])
+    assert [e.name for e in result.engines] == ["big", "small"]  # 500 documents before 100
+    assert result.skipped == ()
+    assert [e.name for e in route("zymurgy", [small, big], k=1).engines] == ["big"]
+    # as soon as one engine lists a term, the others are skipped again
+    assert route("zymurgy databases", [small, big]).skipped == ("big",)
 
 
 def test_analysis_matches_the_engines_stemming_analyzer() -> None:
