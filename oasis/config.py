@@ -47,6 +47,7 @@ class ClusterConfig:
     heartbeat_seconds: float = 1.0
     route_cache_seconds: float = 2.0
     default_deadline_ms: int = 1000
+    max_concurrent_queries: int = 64  # the broker refuses more with RESOURCE_EXHAUSTED
     web_corpus: str | None = None
     robot: RobotSettings = field(default_factory=RobotSettings)
 
@@ -60,6 +61,8 @@ class ClusterConfig:
             raise ConfigError("need 0 < heartbeat_seconds < lease_seconds")
         if self.default_deadline_ms <= 0:
             raise ConfigError("default_deadline_ms must be positive")
+        if self.max_concurrent_queries < 1:
+            raise ConfigError("max_concurrent_queries must be >= 1")
 
 
 def _topic(raw: dict[str, Any]) -> TopicConfig:
@@ -84,6 +87,7 @@ def parse_config(data: dict[str, Any]) -> ClusterConfig:
             heartbeat_seconds=float(cluster.get("heartbeat_seconds", 1.0)),
             route_cache_seconds=float(cluster.get("route_cache_seconds", 2.0)),
             default_deadline_ms=int(cluster.get("default_deadline_ms", 1000)),
+            max_concurrent_queries=int(cluster.get("max_concurrent_queries", 64)),
             web_corpus=web.get("corpus"),
             robot=RobotSettings(
                 policy=str(robot.get("policy", "whittle")),

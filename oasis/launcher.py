@@ -311,6 +311,7 @@ def bring_up(
                 "--directory", directory.address,
                 "--route-cache-seconds", str(config.route_cache_seconds),
                 "--default-deadline-ms", str(config.default_deadline_ms),
+                "--max-concurrent-queries", str(config.max_concurrent_queries),
                 *lvl,
             ],
             timeout=timeout,
