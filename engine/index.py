@@ -46,6 +46,7 @@ TITLE_BOOST = 2.0  # BM25F field boost of the title
 OWNER_LOCK = "oasis-engine.lock"
 WHOOSH_WRITELOCK = "MAIN_WRITELOCK"
 TMP_PREFIX = ".oasis-tmp-"
+MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection grew or shrank by 25 %
 
 
 class InvalidQuery(ValueError):
@@ -329,6 +330,25 @@ class _BoldFormatter(highlight.Formatter):
         return f"<b>{html.escape(highlight.get_text(text, token, replace), quote=False)}</b>"
 
 
+def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """(df, cf) of one segment's title and text terms: df the larger of the two fields, cf their sum."""
+    df: dict[str, int] = {}
+    cf: dict[str, int] = {}
+    terms = getattr(leaf, "_terms", None)
+    if terms is not None and hasattr(terms, "items"):  # whoosh3 codec: one pass over the term index
+        items: Iterable[tuple[tuple[str, bytes], Any]] = terms.items()
+    else:  # any other codec: the public (slower) API
+        items = (((f, t), info) for f in ("text", "title") for t, info in leaf.iter_field(f))
+    for (field, tbytes), info in items:
+        if field not in ("text", "title"):
+            continue
+        t = tbytes.decode("utf-8") if isinstance(tbytes, bytes) else str(tbytes)
+        d = int(info.doc_frequency())
+        df[t] = max(df.get(t, 0), d)
+        cf[t] = cf.get(t, 0) + int(info.weight())
+    return df, cf
+
+
 # --- the index -----------------------------------------------------------------------------------------
 
 
@@ -366,6 +386,7 @@ class TopicIndex:
         self._generation = 0
         self._last_commit = self._toc_time()
         self._stats: _CollectionStats | None = None
+        self._segment_stats: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self._stats_time = -math.inf
         self._closed = False
         self._model = self._build_model(self._collection_stats(force=True))
@@ -484,7 +505,7 @@ class TopicIndex:
             self._last_commit = self._clock()
             documents = self._searcher.doc_count()
         n_model = self._model.n_docs
-        if documents != n_model and (n_model < 1000 or abs(documents - n_model) >= 0.1 * n_model):
+        if documents != n_model and (n_model < 100 or abs(documents - n_model) >= MODEL_REFRESH * n_model):
             self._model = self._build_model(self._collection_stats(force=True))
 
     def _check_open(self) -> None:
@@ -593,28 +614,40 @@ class TopicIndex:
 
     def _collection_stats(self, *, force: bool) -> _CollectionStats:
         """Term statistics of the title and text fields (df: the larger of the two, cf: the sum), cached
-        per commit and recomputed at most every ``stats_max_age`` seconds unless forced."""
+        per commit and recomputed at most every ``stats_max_age`` seconds unless forced.
+
+        Whoosh segments are immutable, so each segment's term table is read once (one pass over its term
+        index) and cached by segment id; a commit costs a read of its new segment (and of any merged one).
+        Like Whoosh's own df, counts include deleted documents until their segment is merged away.
+        """
         cached = self._stats
         now = time.monotonic()
         if cached is not None and (
-            cached.generation == self._generation
-            or (not force and now - self._stats_time < self._stats_max_age)
+            cached.generation == self._generation or (not force and now - self._stats_time < self._stats_max_age)
         ):
             return cached
         with self._read_lock:
             reader = self._searcher.reader()
             generation = self._generation
             documents = reader.doc_count()
-            df: dict[str, int] = {}
-            cf: dict[str, int] = {}
-            total = 0
-            for field in ("text", "title"):
-                total += int(reader.field_length(field))
-                for term, info in reader.iter_field(field):
-                    t = term.decode("utf-8") if isinstance(term, bytes) else str(term)
-                    d = int(info.doc_frequency())
-                    df[t] = max(df.get(t, 0), d)
-                    cf[t] = cf.get(t, 0) + int(info.weight())
+            total = int(reader.field_length("text")) + int(reader.field_length("title"))
+            per_segment: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+            uncached: list[tuple[dict[str, int], dict[str, int]]] = []
+            for leaf, _base in reader.leaf_readers():
+                segment = leaf.segment() if hasattr(leaf, "segment") else None
+                if segment is None:  # an empty or non-segment reader: nothing stable to cache by
+                    uncached.append(_leaf_term_stats(leaf))
+                    continue
+                key = segment.segment_id()
+                per_segment[key] = self._segment_stats.get(key) or _leaf_term_stats(leaf)
+            self._segment_stats = per_segment  # drops segments merged away
+        df: dict[str, int] = {}
+        cf: dict[str, int] = {}
+        for seg_df, seg_cf in [*per_segment.values(), *uncached]:
+            for t, d in seg_df.items():
+                df[t] = df.get(t, 0) + d
+            for t, c in seg_cf.items():
+                cf[t] = cf.get(t, 0) + c
         stats = _CollectionStats(generation, documents, total, df, cf)
         self._stats = stats
         self._stats_time = now
