@@ -29,6 +29,13 @@ def _write(path: Path, text: str, encoding: str = "utf-8") -> None:
     path.write_bytes(text.encode(encoding))
 
 
+@pytest.fixture(autouse=True)
+def private_cache(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Throwaway trees cache into tmp_path; the real Debian corpora use the user cache (~/.cache/oasis)."""
+    if request.node.get_closest_marker("corpus") is None:
+        monkeypatch.setenv("OASIS_CACHE_DIR", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "site"
@@ -65,6 +72,17 @@ def test_html_tree_pages_links_and_seed(tree: Path) -> None:
     # markup is read from the file on demand
     html = corpus.html_of(base + "a.html")
     assert html is not None and "alpha" in html
+
+
+def test_parsed_tree_cache(tree: Path, tmp_path: Path) -> None:
+    first = load_html_tree(tree, "http://site.test/")
+    cached = list((tmp_path / "cache" / "corpora").glob("*.pickle"))
+    assert len(cached) == 1
+    assert load_html_tree(tree, "http://site.test/").pages == first.pages  # from the cache
+    _write(tree / "a.html", "<title>A2</title><p>changed</p>")  # a changed file invalidates the cache
+    assert load_html_tree(tree, "http://site.test/").pages["http://site.test/a.html"].title == "A2"
+    assert len(list((tmp_path / "cache" / "corpora").glob("*.pickle"))) == 2
+    assert load_html_tree(tree, "http://other.test/").seeds == ["http://other.test/index.html"]  # base in key
 
 
 def test_html_tree_errors(tmp_path: Path) -> None:

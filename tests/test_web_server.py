@@ -133,7 +133,8 @@ def test_latency_faults_and_redirects(corpus) -> None:  # type: ignore[no-untype
         assert _get(base + "/old.html").url == base + "/python/"
 
 
-def test_cross_host_links_rewritten(tmp_path: Path) -> None:
+def test_cross_host_links_rewritten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OASIS_CACHE_DIR", "")  # no parsed-tree cache for a throwaway tree
     py = tmp_path / "py"
     (py / "library").mkdir(parents=True)
     (py / "index.html").write_text('<a href="library/">library</a>')

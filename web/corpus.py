@@ -8,8 +8,10 @@ HTML parser, :func:`oasis.web.html.parse_html`.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote, urljoin
@@ -17,6 +19,7 @@ from urllib.parse import quote, urljoin
 from tqdm import tqdm
 
 from oasis.urls import InvalidURL, canonicalize
+from oasis.web import model
 from oasis.web.html import decode_html, parse_html
 from oasis.web.model import Corpus, Link, Page
 from oasis.web.synthetic import SPEC_PREFIX, synthetic_web
@@ -97,12 +100,58 @@ def _fix_directory_links(pages: dict[str, Page]) -> dict[str, Page]:
     return fixed
 
 
+def cache_dir() -> Path | None:
+    """Where parsed HTML trees are cached: ``$OASIS_CACHE_DIR`` (empty disables), else ~/.cache/oasis."""
+    configured = os.environ.get("OASIS_CACHE_DIR")
+    if configured is not None:
+        return Path(configured) if configured else None
+    return Path.home() / ".cache" / "oasis"
+
+
+def _cache_key(root: Path, files: Sequence[Path], base: str, rewrites: Sequence[tuple[str, str]]) -> str:
+    """Changes when any file, the base URL, the rewrites or the parsing code change."""
+    digest = hashlib.sha256()
+    for module in (Path(__file__), Path(parse_html.__code__.co_filename), Path(model.__file__)):
+        digest.update(module.read_bytes())
+    digest.update(repr((str(root), base, tuple(rewrites))).encode())
+    for path in files:
+        st = path.stat()
+        digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:32]
+
+
 def _tree_pages(
     root: Path, base: str, rewrites: Sequence[tuple[str, str]], desc: str
 ) -> tuple[dict[str, Page], dict[str, Path]]:
+    files = _html_files(root)
+    folder = cache_dir()
+    cached = folder / "corpora" / f"{_cache_key(root, files, base, rewrites)}.pickle" if folder else None
+    if cached is not None and cached.is_file():
+        try:
+            with cached.open("rb") as f:
+                loaded: tuple[dict[str, Page], dict[str, Path]] = pickle.load(f)
+            logger.info("parsed %s from cache %s", root, cached)
+            return loaded
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError) as exc:
+            logger.warning("ignoring unreadable corpus cache %s: %s", cached, exc)
+    result = _parse_tree(root, files, base, rewrites, desc)
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as f:
+                pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, cached)
+        except OSError as exc:
+            logger.warning("could not write corpus cache %s: %s", cached, exc)
+    return result
+
+
+def _parse_tree(
+    root: Path, files: Sequence[Path], base: str, rewrites: Sequence[tuple[str, str]], desc: str
+) -> tuple[dict[str, Page], dict[str, Path]]:
     pages: dict[str, Page] = {}
     sources: dict[str, Path] = {}
-    files = _html_files(root)
     for path in tqdm(files, desc=desc, unit="page", disable=None, leave=False):
         rel = path.relative_to(root).as_posix()
         try:
