@@ -120,6 +120,37 @@ class TokenAuthInterceptor(grpc.ServerInterceptor):
         return _deny(handler, "missing or wrong bearer token" if given else "authentication required")
 
 
+class MalformedRequestInterceptor(grpc.ServerInterceptor):
+    """Turn an undecodable request (corrupt wire format, invalid UTF-8 in a string field) into
+    INVALID_ARGUMENT with the decoder's message, instead of gRPC's generic INTERNAL error.
+
+    Unary-request methods receive raw bytes and decode them here; streaming requests keep gRPC's handling.
+    """
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None or handler.request_streaming or handler.request_deserializer is None:
+            return handler
+        decode = handler.request_deserializer
+        inner = handler.unary_stream if handler.response_streaming else handler.unary_unary
+
+        def behavior(raw: bytes, context: grpc.ServicerContext) -> Any:
+            try:
+                request = decode(raw)
+            except Exception as exc:  # the protobuf runtime raises DecodeError (or ValueError)
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT, f"malformed request for {details.method}: {exc}"
+                )
+            return inner(request, context)
+
+        factory = (
+            grpc.unary_stream_rpc_method_handler
+            if handler.response_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        return factory(behavior, request_deserializer=None, response_serializer=handler.response_serializer)
+
+
 def _deny(handler: Any, message: str) -> Any:
     def abort(request: Any, context: grpc.ServicerContext) -> Any:
         context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
@@ -252,7 +283,10 @@ def build_server(
     ``add_servicers`` registers the service's servicers on the server and returns their full service names
     (e.g. ``oasis.v1.Engine``) for health and reflection.
     """
-    interceptors = [TokenAuthInterceptor(config.security.token)] if config.security.token else []
+    interceptors: list[grpc.ServerInterceptor] = []
+    if config.security.token:
+        interceptors.append(TokenAuthInterceptor(config.security.token))
+    interceptors.append(MalformedRequestInterceptor())
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="grpc"),
         options=channel_options(config.max_message_bytes),
