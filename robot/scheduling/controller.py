@@ -50,7 +50,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit
 
 from oasis.robot.scheduling.equations import q_update, reward
 from oasis.robot.scheduling.frontier import Frontier
@@ -162,10 +161,17 @@ class RequestController(Protocol):
 
 
 def _host(url: str) -> str:
-    try:
-        return urlsplit(url).netloc
-    except ValueError:
+    """``host[:port]`` of an absolute URL (the unit of politeness); a fast split for canonical URLs."""
+    start = url.find("//")
+    if start < 0:
         return ""
+    start += 2
+    end = len(url)
+    for sep in "/?#":
+        i = url.find(sep, start)
+        if 0 <= i < end:
+            end = i
+    return url[start:end]
 
 
 class _Controller:
@@ -327,26 +333,24 @@ class _Controller:
         added: list[int] = []
         if kind != "deleted":
             parent_url = outcome.url
+            r_new = outcome.relevance
             depth = self._depth[doc] + 1
+            ids_get = self._ids.get
+            status = self._status
+            new_doc, enqueue, hosts, host_id = self._new_doc, self._enqueue, self._hosts, self._host_id
             for link in outcome.links:
-                child = self._ids.get(link.url)
+                url = link.url
+                child = ids_get(url)
                 if child is None:
-                    child = self._new_doc(link.url, outcome.relevance, depth)
-                    self._status[child] = _FRINGE
-                    self._enqueue(
-                        child,
-                        DiscoveryContext(
-                            url=link.url,
-                            parent_url=parent_url,
-                            parent_relevance=outcome.relevance,
-                            anchor_relevance=link.anchor_relevance,
-                            depth=depth,
-                            host=self._hosts[self._host_id[child]],
-                        ),
+                    child = new_doc(url, r_new, depth)
+                    status[child] = _FRINGE
+                    ctx = DiscoveryContext(
+                        url, parent_url, r_new, link.anchor_relevance, depth, hosts[host_id[child]]
                     )
+                    enqueue(child, ctx)
                     added.append(child)
-                elif self._status[child] == _FRINGE and child != doc:
-                    self._rediscovered(child, outcome.relevance)
+                elif status[child] == _FRINGE and child != doc:
+                    self._rediscovered(child, r_new)
         self._learn(doc, was_fringe, g, added)
         if kind == "deleted":
             self._status[doc] = _GONE
@@ -614,11 +618,13 @@ class WhittleController(_Controller):
     """The paper's request controller: fringe arms grouped by local state x, ranked by v(x) (Eq. 9) from a
     Q-table learned with Eq. 10 (child-discovery bonus) and the reward of Eq. 11.
 
-    All fringe documents in one state share an index, so the queue holds *groups* (host, state) -- a
-    Q-update touches one state and re-keys only its groups, O(log n). Inside a group, documents leave in
-    discovery order. After each active update the passive control of the same state is updated too: a
-    passive fringe arm earns 0 and stays in its state, so its Eq. 10 sample is ``0 + gamma Q(x, 1)``
-    (step size ``alpha_passive``); hence ``v(x) -> (1 - gamma) Q(x, 1)`` for visited states.
+    All fringe documents in one state share an index, so the queue holds one *group* per state, keyed by
+    v(x): a Q-update re-keys one group, O(log S). Inside a group, documents wait in one FIFO per host and the
+    group serves its hosts round robin, skipping hosts that ``host_ready`` blocks (a group whose hosts are
+    all blocked is set aside for that decision). After each active update the passive control of the same
+    state is updated too: a passive fringe arm earns 0 and stays in its state, so its Eq. 10 sample is
+    ``0 + gamma Q(x, 1)`` (step size ``alpha_passive``); hence ``v(x) -> (1 - gamma) Q(x, 1)`` for visited
+    states.
     """
 
     name = "whittle"
@@ -630,12 +636,12 @@ class WhittleController(_Controller):
         self.extract = make_state_extractor(
             cfg.state, relevance_bins=cfg.relevance_bins, anchor_bins=cfg.anchor_bins, max_depth=cfg.max_depth
         )
-        self._groups = Frontier()  # group id -> index v(x)
-        self._group_ids: dict[tuple[int, str], int] = {}
-        self._group_key: list[tuple[int, str]] = []
-        self._group_docs: list[deque[int]] = []
-        self._group_live: list[int] = []
-        self._state_groups: dict[str, set[int]] = {}
+        self._groups = Frontier()  # group id -> v(x); each group is its own "host" bucket of the Frontier
+        self._gid: dict[str, int] = {}
+        self._gstate: list[str] = []
+        self._glive: list[int] = []
+        self._ghosts: list[dict[int, deque[int]]] = []  # per group: host -> FIFO of documents
+        self._grot: list[deque[int]] = []  # per group: hosts in round-robin order
         self._doc_state_list: list[str | None] = []
         self._hybrid = cfg.state == "hybrid"
         self._aux: list[str | None] = []  # hybrid: the generalising key beside the queue key
@@ -658,13 +664,16 @@ class WhittleController(_Controller):
     def frontier_size(self) -> int:
         return self._fringe_n
 
+    def _live_docs(self, gid: int) -> list[int]:
+        status, states, want = self._status, self._doc_state_list, self._gstate[gid]
+        hosts = self._ghosts[gid]
+        return [d for h in self._grot[gid] for d in hosts[h] if status[d] == _FRINGE and states[d] == want]
+
     def _fringe_order(self) -> list[int]:
         out: list[int] = []
-        status, states = self._status, self._doc_state_list
         for gid in self._groups.ordered():
-            want = self._group_key[gid][1]
-            out += [d for d in self._group_docs[gid] if status[d] == _FRINGE and states[d] == want]
-        return out + [d for d, s in enumerate(status) if s == _FLIGHT]
+            out += self._live_docs(gid)
+        return out + [d for d, s in enumerate(self._status) if s == _FLIGHT]
 
     def index_of(self, url: str) -> float:
         """v(x) of a known fringe document (diagnostics)."""
@@ -677,25 +686,27 @@ class WhittleController(_Controller):
         top = self._groups.peek()
         return max(top[1] if top is not None else 0.0, super()._fringe_value())
 
-    def _group_of(self, doc: int, state: str) -> int:
-        key = (self._host_id[doc], state)
-        gid = self._group_ids.get(key)
-        if gid is None:
-            gid = len(self._group_key)
-            self._group_ids[key] = gid
-            self._group_key.append(key)
-            self._group_docs.append(deque())
-            self._group_live.append(0)
-            self._state_groups.setdefault(state, set()).add(gid)
-        return gid
-
     def _add_to_group(self, doc: int, state: str) -> None:
-        gid = self._group_of(doc, state)
-        self._group_docs[gid].append(doc)
-        self._group_live[gid] += 1
+        gid = self._gid.get(state)
+        if gid is None:
+            gid = len(self._gstate)
+            self._gid[state] = gid
+            self._gstate.append(state)
+            self._glive.append(0)
+            self._ghosts.append({})
+            self._grot.append(deque())
+        h = self._host_id[doc]
+        hosts = self._ghosts[gid]
+        fifo = hosts.get(h)
+        if fifo is None:
+            fifo = deque()
+            hosts[h] = fifo
+            self._grot[gid].append(h)
+        fifo.append(doc)
+        self._glive[gid] += 1
         self._fringe_n += 1
-        if self._group_live[gid] == 1:
-            self._groups.push(gid, self.q.index(state), self._host_id[doc])
+        if self._glive[gid] == 1:
+            self._groups.push(gid, self.q.index(state), gid)
         if self._explore:
             self._fringe_pos[doc] = len(self._fringe_arr)
             self._fringe_arr.append(doc)
@@ -723,12 +734,13 @@ class WhittleController(_Controller):
         """Bookkeeping when a fringe document leaves the fringe (popped, or reported directly)."""
         state = self._doc_state_list[doc]
         assert state is not None
-        gid = self._group_ids[(self._host_id[doc], state)]
-        self._group_live[gid] -= 1
+        gid = self._gid[state]
+        self._glive[gid] -= 1
         self._fringe_n -= 1
-        if self._group_live[gid] == 0:
+        if self._glive[gid] == 0:
             self._groups.remove(gid)
-            self._group_docs[gid].clear()
+            self._ghosts[gid].clear()
+            self._grot[gid].clear()
         if self._explore:
             pos = self._fringe_pos.pop(doc)
             last = self._fringe_arr.pop()
@@ -739,31 +751,61 @@ class WhittleController(_Controller):
     def _remove_fringe(self, doc: int) -> None:
         self._taken(doc)
 
+    def _take_from(self, gid: int, host_ready: Callable[[int], bool] | None) -> int | None:
+        """The next live document of group ``gid`` on a ready host (round robin over its hosts)."""
+        rot, hosts = self._grot[gid], self._ghosts[gid]
+        status, states, want = self._status, self._doc_state_list, self._gstate[gid]
+        for _ in range(len(rot)):
+            if not rot:
+                break
+            h = rot[0]
+            if host_ready is not None and not host_ready(h):
+                rot.rotate(-1)
+                continue
+            fifo = hosts[h]
+            while fifo:
+                doc = fifo.popleft()
+                if status[doc] == _FRINGE and states[doc] == want:
+                    if fifo:
+                        rot.rotate(-1)
+                    else:
+                        rot.popleft()
+                        del hosts[h]
+                    self._taken(doc)  # removes the group when it empties
+                    return doc
+            rot.popleft()  # only stale entries were left for this host
+            del hosts[h]
+        return None
+
     def _pop_fringe(self, host_ready: Callable[[int], bool] | None) -> int | None:
         if self._explore and self._fringe_arr and self.rng.random() < self.config.epsilon:
             doc = self._fringe_arr[self.rng.randrange(len(self._fringe_arr))]
             if host_ready is None or host_ready(self._host_id[doc]):
                 self._taken(doc)
                 return doc
-        gid = self._groups.pop(host_ready)
-        if gid is None:
-            return None
-        docs = self._group_docs[gid]
-        status = self._status
+        aside: list[int] = []
+        found: int | None = None
         while True:
-            doc = docs.popleft()
-            if status[doc] == _FRINGE and self._doc_state_list[doc] == self._group_key[gid][1]:
+            gid = self._groups.pop()
+            if gid is None:
                 break
-        self._taken(doc)  # removes the group when it empties
-        if self._group_live[gid] > 0:
-            self._groups.push(gid, self.q.index(self._group_key[gid][1]), self._group_key[gid][0])
-        return doc
+            doc = self._take_from(gid, host_ready)
+            if doc is None:
+                if self._glive[gid] > 0:
+                    aside.append(gid)  # every host of this state is blocked right now
+                continue
+            if self._glive[gid] > 0:
+                self._groups.push(gid, self.q.index(self._gstate[gid]), gid)
+            found = doc
+            break
+        for gid in aside:
+            self._groups.push(gid, self.q.index(self._gstate[gid]), gid)
+        return found
 
     def _rekey_state(self, state: str) -> None:
-        value = self.q.index(state)
-        for gid in self._state_groups.get(state, ()):
-            if self._group_live[gid] > 0:
-                self._groups.push(gid, value, self._group_key[gid][0])
+        gid = self._gid.get(state)
+        if gid is not None and self._glive[gid] > 0:
+            self._groups.push(gid, self.q.index(state), gid)
 
     def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
         cfg = self.config
@@ -805,7 +847,7 @@ class WhittleController(_Controller):
 
     def load_q(self, path: str | os.PathLike[str]) -> None:
         self.q = QTable.load(path)
-        for state in self._state_groups:
+        for state in self._gid:
             self._rekey_state(state)
 
 
