@@ -199,7 +199,7 @@ class Crawler:
         self._max_pages = config.max_pages
         self.state = IDLE
         # counters (checkpointed)
-        self.pages_fetched = 0  # page responses processed (any status)
+        self.pages_fetched = 0  # page requests completed (any answer, or none)
         self.pages_indexed = 0  # upserts acknowledged by the engine
         self.pages_ok = 0
         self.relevance_sum = 0.0
@@ -432,6 +432,7 @@ class Crawler:
             return
         self.politeness.on_finish(task.host, res.finished, throttled=throttled, retry_after=res.retry_after)
         self._in_flight_pages -= 1
+        self.pages_fetched += 1
         self.fc.observe_fetch(res.finished - task.dispatched)
         if throttled:
             self._throttled[res.url] += 1
@@ -558,16 +559,6 @@ class Crawler:
         self.fc.observe_service(self._clock() - t0, len(batch))
 
     def _report(self, res: f.FetchResult, p: Processed, now: float) -> None:
-        requested = res.kind not in (
-            f.ROBOTS_DISALLOWED,
-            f.ROBOTS_UNAVAILABLE,
-            f.OUT_OF_SCOPE,
-            f.TOO_MANY_REDIRECTS,
-            f.INVALID_URL,
-            f.THROTTLED_GIVE_UP,
-        )
-        if requested:
-            self.pages_fetched += 1
         if p.error is not None:
             self.errors[p.error] += 1
         if p.error is None and p.kind in ("new", "modified", "unchanged"):

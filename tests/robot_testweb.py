@@ -39,6 +39,7 @@ class LocalWeb:
     """One HTTP host: ``routes`` maps a path to a handler; unknown paths are 404."""
 
     routes: dict[str, Route] = field(default_factory=dict)
+    prefixes: dict[str, Route] = field(default_factory=dict)  # path prefix -> handler (exact routes first)
     log: list[Access] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
     thread: threading.Thread | None = None
@@ -62,6 +63,8 @@ class LocalWeb:
                     Access(time.monotonic(), web.host, self.path, self.headers.get("User-Agent", ""))
                 )
                 route = web.routes.get(self.path)
+                if route is None:
+                    route = next((r for p, r in web.prefixes.items() if self.path.startswith(p)), None)
                 try:
                     if route is None:
                         send(self, 404, b"not found", "text/plain")

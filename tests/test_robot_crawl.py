@@ -158,3 +158,53 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
     finally:
         a.stop()
         b.stop()
+
+
+def test_429_storm_trap_and_slow_host_do_not_stop_the_rest(engine: LocalEngine, tmp_path: Path) -> None:
+    """One host answers 429 to everything, one is a link trap, one is a slowloris; the good host is crawled
+    completely meanwhile, the throttled host is backed off by its Retry-After, the trap ends at the budget."""
+    storm, trap, slow, good = (LocalWeb().start() for _ in range(4))
+    try:
+        for w in (storm, trap, slow, good):
+            w.routes["/robots.txt"] = page("User-agent: *\nDisallow:\n", ctype="text/plain")
+        storm.routes["/"] = page(html("storm", "sql", ["/a|a", "/b|b"]))
+        storm.prefixes["/"] = page("slow down", status=429, Retry_After="1")
+        trap.prefixes["/t"] = lambda h: page(
+            html("trap", "sql table", [f"{h.path}x|deeper", f"{h.path}y|wider"])
+        )(h)
+        slow.prefixes["/"] = slowloris(30.0, 0.3)
+        links = [storm.url("/") + "|storm", trap.url("/t") + "|trap", slow.url("/") + "|slow"]
+        links += [f"/g{i}.html|sql page {i}" for i in range(12)]
+        good.routes["/"] = page(html("good", "sql database", links))
+        for i in range(12):
+            good.routes[f"/g{i}.html"] = page(html(f"g{i}", f"sql database table {i}"))
+        hosts = frozenset(w.host for w in (storm, trap, slow, good))
+        crawler, client = make_crawler(
+            engine,
+            tmp_path,
+            allowed_hosts=hosts,
+            max_pages=60,
+            max_in_flight=4,
+            total_timeout=5.0,
+            read_timeout=1.0,
+        )
+        try:
+            crawler.add_seeds([good.url("/")])
+            status = crawler.run(timeout=90)
+        finally:
+            crawler.close()
+            client.close()
+        assert status.state == "done"
+        # the good host was crawled completely
+        assert {f"/g{i}.html" for i in range(12)} <= set(good.paths())
+        # the storm host: each 429 pushed the next request back by Retry-After (1 s)
+        storm_times = [a.t for a in storm.log if a.path not in ("/robots.txt", "/")]  # all answered 429
+        gaps = [b - a for a, b in itertools.pairwise(storm_times)]
+        assert gaps and min(gaps) >= 1.0
+        assert status.errors.get(f.TOO_MANY_REQUESTS, 0) >= 2
+        # the trap was cut by the page budget, the slowloris by the total timeout
+        assert status.pages_fetched == 60
+        assert status.errors.get(f.TIMEOUT, 0) >= 1
+    finally:
+        for w in (storm, trap, slow, good):
+            w.stop()
