@@ -235,6 +235,6 @@ def run_replay(cfg: ReplayCompareConfig, *, progress: Callable[[int], None] | No
     return out
 
 
-def summarise(curves: Sequence[float], *, burn_in: float = 0.5) -> float:
+def summarise(curves: Sequence[float] | FloatArray, *, burn_in: float = 0.5) -> float:
     a = np.asarray(curves, dtype=np.float64)
     return float(a[int(len(a) * burn_in) :].mean()) if a.size else math.nan

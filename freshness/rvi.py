@@ -150,10 +150,10 @@ def relative_value_iteration(
     q0 = r0 + P0 @ h
     q1 = r1 + P1 @ h
     gain = float(np.maximum(q0, q1)[ref] - h[ref])
-    # undo the transform: Q of the original problem is (Q_tau - h (1 - tau)) / tau + ... ; only differences
-    # Q1 - Q0 matter and they scale by tau: (r1 - r0 + (P1 - P0) h) = tau * (original difference)
-    Q = np.stack([q0, q1], axis=1) / tau
-    return RviResult(V=h / tau, beta=gain / tau, Q=Q, iterations=it)
+    # back to the untransformed problem: h + g / tau = max(R + P h), so V = h, beta = g / tau and
+    # Q(k, u) = R_u(k) (+ lam if passive) + sum_j P_u(k, j) V(j) = (q_u - (1 - tau) h) / tau
+    Q = (np.stack([q0, q1], axis=1) - (1 - tau) * h[:, None]) / tau
+    return RviResult(V=h, beta=gain / tau, Q=Q, iterations=it)
 
 
 def active_advantage(arm: ArmModel, lam: float, state: int, **kw: Any) -> float:

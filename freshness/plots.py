@@ -1,0 +1,123 @@
+"""PNG plots of the freshness experiments (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from oasis.freshness.ephemeral import Model
+
+
+def _plt():  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def content_value(model: Model, path: Path, *, horizon: float = 10.0) -> Path:
+    """papers/002 Figure 1: an item's expected utility xi-bar_i exp(-mu_i t)."""
+    plt = _plt()
+    t = np.linspace(0, horizon, 200)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for i, s in enumerate(model.sources):
+        ax.plot(t, s.xi * np.exp(-s.mu * t), label=f"source {i + 1}")
+    ax.set_xlabel("time since publication")
+    ax.set_ylabel("expected utility")
+    ax.set_title("Content value over time (papers/002 Fig. 1)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def state_trajectories(
+    X: NDArray[np.float64], crawled: NDArray[np.bool_], path: Path, *, title: str, steps: int = 40
+) -> Path:
+    """papers/002 Figures 2-4: X_i(t) per source, crawls marked."""
+    plt = _plt()
+    n = min(steps, X.shape[0])
+    t = np.arange(n)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i in range(X.shape[1]):
+        (line,) = ax.plot(t, X[:n, i], marker=".", label=f"source {i + 1}")
+        c = np.flatnonzero(crawled[:n, i])
+        ax.plot(c, X[c, i], "o", mfc="none", ms=9, color=line.get_color())
+    ax.set_xlabel("period t")
+    ax.set_ylabel("state X_i(t) (circles: crawled)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def index_convergence(
+    steps: NDArray[np.int64],
+    history: NDArray[np.float64],
+    exact: NDArray[np.float64],
+    path: Path,
+    *,
+    title: str,
+) -> Path:
+    """papers/001 Figures 1, 4, 5: learned (solid) and exact (dashed) Whittle indices."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k in range(history.shape[1]):
+        (line,) = ax.plot(steps, history[:, k], label=f"state {k + 1}")
+        ax.axhline(exact[k], ls="--", color=line.get_color(), lw=1)
+    lo, hi = float(exact.min()), float(exact.max())
+    pad = max(0.5, 0.5 * (hi - lo))
+    ax.set_ylim(lo - pad, hi + pad)
+    ax.set_xlabel("time step")
+    ax.set_ylabel("Whittle index")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def running_rewards(
+    curves: Mapping[str, NDArray[np.float64]], path: Path, *, title: str, ylabel: str
+) -> Path:
+    """papers/001 Figures 2-3: running time-averaged reward of each run."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, r in curves.items():
+        avg = np.cumsum(r) / np.arange(1, r.shape[0] + 1)
+        ax.plot(np.arange(1, r.shape[0] + 1), avg, label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("time step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def curves_over_time(
+    curves: Mapping[str, Sequence[float] | NDArray[np.float64]], path: Path, *, title: str, ylabel: str
+) -> Path:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for name, c in curves.items():
+        ax.plot(np.arange(1, len(c) + 1), np.asarray(c), label=name)
+    ax.set_xlabel("time step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
