@@ -131,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
     header = ("policy", "queued", "select/s", "cycle/s", "heapq/s", "ratio", "peak MB", "B/URL")
     print("{:<22} {:>9} {:>10} {:>9} {:>10} {:>6} {:>8} {:>6}".format(*header))
     for n in sizes:
-        base = heap_baseline(n, args.decisions, random.Random(3))
         for policy in policies:
             row = measure(policy, n, args.decisions, args.politeness)
+            base = heap_baseline(n, args.decisions, random.Random(3))  # right after, under the same load
             row.update(size=n, heapq_per_s=base, ratio=row["selections_per_s"] / base)
             rows.append(row)
             print(
