@@ -88,6 +88,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--no-scrapy", action="store_true", help="skip Scrapy (no venv, no install)")
     p.add_argument("--json-out", type=Path, default=None, help="write the results as JSON here")
+    p.add_argument("--plot", type=Path, default=None, help="write a bar chart (PNG) here")
     p.set_defaults(func=run)
 
 
@@ -159,7 +160,7 @@ def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: s
         "pages": status.pages_fetched,
         "seconds": seconds,
         "indexed": status.pages_indexed,
-        "mean_target_in_flight": fc.get("started", 0) / max(1.0, fc.get("decisions", 1)),
+        "starts_per_decision": fc.get("started", 0) / max(1.0, fc.get("decisions", 1)),
         "max_target_in_flight": fc.get("max_target_in_flight", 0),
         "service_rate_per_s": fc.get("service_rate_per_s", 0),
     }
@@ -295,4 +296,28 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result, indent=1))
+    if args.plot is not None:
+        _plot(result, args.plot)
     return 0
+
+
+def _plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(result["rows"])
+    rates = [result["rows"][n]["pages_per_s"] for n in names]
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    bars = ax.bar(names, rates, color=["#999999", "#6a9fd8", "#1f5fa8", "#d08c3c"][: len(names)])
+    for bar, rate in zip(bars, rates, strict=True):
+        ax.annotate(f"{rate:.0f}", (bar.get_x() + bar.get_width() / 2, rate), ha="center", va="bottom")
+    ax.set_ylabel("pages / s (median)")
+    ax.set_title(
+        f"{result['corpus']}: {result['pages']} pages, concurrency {result['concurrency']}", fontsize=9
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -44,7 +44,7 @@ class RobotConfig:
     checkpoint_interval: int = 100  # pages processed between checkpoints
     index_batch: int = 32  # documents per acknowledged Index batch
     index_flush_seconds: float = 2.0  # ... or sooner when the oldest unsent document is this old
-    max_response_queue: int = 64  # responses waiting for the processor (memory bound)
+    max_response_queue: int = 32  # responses in flight + waiting for the processor (memory bound)
     target_queue: int = 2  # the fetcher controller's target response-queue length
     process_batch: int = 16  # responses the processor takes at once (one Score call)
     engine_timeout: float = 30.0
@@ -83,8 +83,16 @@ class RobotConfig:
                 raise ValueError(f"{attr} must be >= 1, got {getattr(self, attr)}")
         if self.max_redirects < 0 or self.max_pages < 0 or self.target_queue < 0:
             raise ValueError("max_redirects, max_pages and target_queue must be >= 0")
+        if self.max_response_queue < self.max_in_flight:
+            raise ValueError("max_response_queue must be >= max_in_flight")
         if not self.content_types:
             raise ValueError("content_types must not be empty")
+
+    @property
+    def body_memory_bound(self) -> int:
+        """Worst-case bytes of response bodies held at once: requests in flight plus queued responses never
+        exceed ``max_response_queue``, the processor holds one batch, robots.txt requests hold their cap."""
+        return (self.max_response_queue + self.process_batch) * self.max_bytes + 2 * self.max_robots_bytes
 
     @property
     def host_concurrency(self) -> int:
