@@ -389,6 +389,8 @@ class TopicIndex:
         self._segment_stats: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self._stats_time = -math.inf
         self._closed = False
+        self._model_lock = threading.Lock()
+        self._model_stale = False
         self._model = self._build_model(self._collection_stats(force=True))
 
     # construction
@@ -446,12 +448,15 @@ class TopicIndex:
             if not isinstance(op, Rejected):
                 final.pop(op.url, None)  # keep the order of last occurrence
                 final[op.url] = op
-        model = self._model
         added = replaced = deleted = 0
         docs: list[dict[str, Any]] = []
         for op in final.values():
             if isinstance(op, Upsert):
-                r = op.relevance if op.relevance is not None else model.score(op.title, op.text)
+                r = (
+                    op.relevance
+                    if op.relevance is not None
+                    else self.relevance_model().score(op.title, op.text)
+                )
                 docs.append(
                     {
                         "url": op.url,
@@ -506,7 +511,7 @@ class TopicIndex:
             documents = self._searcher.doc_count()
         n_model = self._model.n_docs
         if documents != n_model and (n_model < 100 or abs(documents - n_model) >= MODEL_REFRESH * n_model):
-            self._model = self._build_model(self._collection_stats(force=True))
+            self._model_stale = True  # rebuilt when next needed, so a pure indexing load never pays for it
 
     def _check_open(self) -> None:
         if self._closed:
@@ -570,11 +575,17 @@ class TopicIndex:
             return dict(doc) if doc is not None else None
 
     def relevance_model(self) -> RelevanceModel:
+        """The topic model with IDF from this collection (refreshed when it changed size by 25 %)."""
+        if self._model_stale:
+            with self._model_lock:
+                if self._model_stale:
+                    self._model = self._build_model(self._collection_stats(force=True))
+                    self._model_stale = False
         return self._model
 
     def score(self, pages: Iterable[tuple[str, str]]) -> list[float]:
         """r(i) for (title, text) pages with the current collection statistics."""
-        model = self._model
+        model = self.relevance_model()
         return [model.score(title, text) for title, text in pages]
 
     def stats(self) -> IndexStats:
@@ -595,10 +606,11 @@ class TopicIndex:
         """
         if max_terms < 0:
             raise ValueError(f"max_terms must be >= 0, got {max_terms}")
+        model = self.relevance_model()
         stats = self._collection_stats(force=False)
-        profile = [t for t in self._model.profile_terms if t in stats.df]
+        profile = [t for t in model.profile_terms if t in stats.df]
         rest = sorted(
-            (t for t in stats.df if t not in self._model.profile),
+            (t for t in stats.df if t not in model.profile),
             key=lambda t: (-stats.df[t], -stats.cf[t], t),
         )
         chosen = (profile + rest)[:max_terms]
@@ -623,7 +635,8 @@ class TopicIndex:
         cached = self._stats
         now = time.monotonic()
         if cached is not None and (
-            cached.generation == self._generation or (not force and now - self._stats_time < self._stats_max_age)
+            cached.generation == self._generation
+            or (not force and now - self._stats_time < self._stats_max_age)
         ):
             return cached
         with self._read_lock:

@@ -24,6 +24,7 @@ from oasis.engine.index import (
     make_delete,
     make_upsert,
 )
+from oasis.engine.relevance import idf
 from oasis.engine.topic import Topic
 
 TOPIC = Topic(name="space", description="space exploration", keywords=("rocket", "orbit"))
@@ -277,5 +278,31 @@ def test_index_matches_a_dict_after_any_batches(batches: list[list[tuple[bool, s
         for url, word in model.items():
             doc = ix.document(url)
             assert doc is not None and doc["text"] == word
+    finally:
+        ix.close()
+
+
+def test_collection_statistics_add_up_across_commits(tmp_path: Path) -> None:
+    from collections import Counter
+
+    from oasis.engine.relevance import tokenize
+
+    texts = [f"rocket orbit word{i % 3} word{i % 5} shared" for i in range(40)]
+    ix = TopicIndex.open(tmp_path / "ix", TOPIC, stats_max_age=0.0)
+    try:
+        for start in range(0, 40, 7):  # 6 commits: several segments, some merged by Whoosh
+            ix.apply([up(i, f"http://a.org/{i}", texts[i]) for i in range(start, min(start + 7, 40))])
+        df: Counter[str] = Counter()
+        cf: Counter[str] = Counter()
+        for t in texts:
+            tokens = tokenize(t)
+            df.update(set(tokens))
+            cf.update(tokens)
+        s = ix.summary(max_terms=1000)
+        assert {t.term: (t.df, t.cf) for t in s.terms} == {t: (df[t], cf[t]) for t in df}
+        assert s.total_terms == sum(cf.values())
+        model = ix.relevance_model()
+        assert model.n_docs == 40
+        assert model.idf_of["word1"] == pytest.approx(idf(40, df["word1"]))
     finally:
         ix.close()
