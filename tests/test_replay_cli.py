@@ -22,9 +22,19 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:  # type: i
 
 def test_json_interface_and_outputs(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     res = run_json(
-        capsys, "--corpus", SYN, "--topic", "databases", "--policies",
-        "upper,random,bfs,greedy-oracle,greedy-parent,whittle:hybrid", "--traversals", "3",
-        "--random-runs", "3", "--out", str(tmp_path),
+        capsys,
+        "--corpus",
+        SYN,
+        "--topic",
+        "databases",
+        "--policies",
+        "upper,random,bfs,greedy-oracle,greedy-parent,whittle:hybrid",
+        "--traversals",
+        "3",
+        "--random-runs",
+        "3",
+        "--out",
+        str(tmp_path),
     )
     assert res["pages"] == 400 and res["reachable"] <= 400 and res["upper_P"] > 0
     pols = res["policies"]
@@ -43,14 +53,39 @@ def test_json_interface_and_outputs(capsys: pytest.CaptureFixture[str], tmp_path
 
 def test_q_tables_persist_and_transfer(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     q = tmp_path / "q.json"
-    first = run_json(capsys, "--corpus", SYN, "--topic", "databases", "--policies", "whittle:generalising",
-                     "--traversals", "2", "--save-q", str(q))
+    first = run_json(
+        capsys,
+        "--corpus",
+        SYN,
+        "--topic",
+        "databases",
+        "--policies",
+        "whittle:generalising",
+        "--traversals",
+        "2",
+        "--save-q",
+        str(q),
+    )
     table = json.loads(q.read_text())
     assert table["format"] == "oasis-qtable/1" and len(table["q"]) > 3
     # evaluate the learned table on another web without further learning: the table is not changed
     other = "synthetic:pages=400,hosts=2,topics=3,seed=9"
-    again = run_json(capsys, "--corpus", other, "--topic", "databases", "--policies", "whittle:generalising",
-                     "--traversals", "2", "--load-q", str(q), "--no-learn", "--save-q", str(tmp_path / "q2.json"))
+    again = run_json(
+        capsys,
+        "--corpus",
+        other,
+        "--topic",
+        "databases",
+        "--policies",
+        "whittle:generalising",
+        "--traversals",
+        "2",
+        "--load-q",
+        str(q),
+        "--no-learn",
+        "--save-q",
+        str(tmp_path / "q2.json"),
+    )
     assert json.loads((tmp_path / "q2.json").read_text()) == table
     r1, r2 = again["policies"]["whittle:generalising"]["P_ratio"]
     assert r1 == pytest.approx(r2)  # no learning: both traversals schedule identically
@@ -75,7 +110,9 @@ def test_bad_input_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path
     assert "unknown policy" in capsys.readouterr().err
     assert main(["replay", "--corpus", str(tmp_path / "missing"), "--json"]) == 2
     assert "cannot load corpus" in capsys.readouterr().err
-    assert main(["replay", "--corpus", SYN, "--policies", "bfs", "--save-q", str(tmp_path / "q"), "--json"]) == 2
+    assert (
+        main(["replay", "--corpus", SYN, "--policies", "bfs", "--save-q", str(tmp_path / "q"), "--json"]) == 2
+    )
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert main(["replay", "--corpus", SYN, "--policies", "whittle", "--load-q", str(bad), "--json"]) == 2

@@ -789,14 +789,14 @@ class WhittleController(_Controller):
             gid = self._groups.pop()
             if gid is None:
                 break
-            doc = self._take_from(gid, host_ready)
-            if doc is None:
+            picked = self._take_from(gid, host_ready)
+            if picked is None:
                 if self._glive[gid] > 0:
                     aside.append(gid)  # every host of this state is blocked right now
                 continue
             if self._glive[gid] > 0:
                 self._groups.push(gid, self.q.index(self._gstate[gid]), gid)
-            found = doc
+            found = picked
             break
         for gid in aside:
             self._groups.push(gid, self.q.index(self._gstate[gid]), gid)
