@@ -250,12 +250,12 @@ def run_ephemeral(
                 mean_reward=float(np.mean(rewards)),
                 std=float(np.std(rewards)),
                 mean_crawls=float(np.mean(crawls)),
-                note="crawl count is random (logistic thresholds), not fixed to M",
+                note="randomised policy: std over --seeds even if deterministic; crawl count not fixed to M",
             )
             res["policies"][name] = entry
             bar.update(1)
             continue
-        runs = seeds if name == "learned" else n_runs
+        runs = n_runs  # one run in the deterministic model (std 0), --seeds runs in the stochastic one
         for k in range(runs):
             if name == "whittle":
                 pol: Any = WhittlePolicy(model, budget=budget)
