@@ -27,6 +27,7 @@ def add_robot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-bytes", type=int, default=2 * 1024 * 1024, help="decoded body cap per page")
     p.add_argument("--user-agent", default=None, help="User-Agent header")
     p.add_argument("--seed", type=int, default=0, help="random seed of the request controller")
+    p.add_argument("--min-relevance", type=float, default=0.0, help="index only pages scored at least this")
     private = p.add_mutually_exclusive_group()
     private.add_argument(
         "--allow-private",
@@ -76,6 +77,7 @@ def config_from_args(args: argparse.Namespace, *, name: str, state_dir: Path | N
         allowed_hosts=allowed,
         max_pages=args.max_pages,
         checkpoint_interval=args.checkpoint_interval,
+        min_relevance=args.min_relevance,
         state_dir=state_dir,
         **extra,
     )

@@ -39,6 +39,7 @@ class RobotConfig:
     max_backoff: float = 600.0  # cap of one back-off after 429/503
     refuse_private: bool = False  # refuse hosts resolving to private/loopback addresses
     allowed_hosts: frozenset[str] | None = None  # host[:port] in scope; None = any host
+    min_relevance: float = 0.0  # pages scored below this are not indexed (still reported to the controller)
     content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
     max_pages: int = 0  # 0 = no limit
     checkpoint_interval: int = 100  # pages processed between checkpoints
@@ -83,6 +84,8 @@ class RobotConfig:
                 raise ValueError(f"{attr} must be >= 1, got {getattr(self, attr)}")
         if self.max_redirects < 0 or self.max_pages < 0 or self.target_queue < 0:
             raise ValueError("max_redirects, max_pages and target_queue must be >= 0")
+        if not 0.0 <= self.min_relevance <= 1.0:
+            raise ValueError("min_relevance must be in [0, 1]")
         if self.max_response_queue < self.max_in_flight:
             raise ValueError("max_response_queue must be >= max_in_flight")
         if not self.content_types:

@@ -173,7 +173,11 @@ class Crawler:
             )
         )
         self.processor = ResponseProcessor(
-            engine.score, max_bytes=config.max_bytes, in_scope=self.in_scope, known={}
+            engine.score,
+            max_bytes=config.max_bytes,
+            in_scope=self.in_scope,
+            known={},
+            min_relevance=config.min_relevance,
         )
         self._lock = threading.RLock()
         self._events: queue.Queue[tuple[_Task, f.FetchResult] | None] = queue.Queue()

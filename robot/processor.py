@@ -67,12 +67,14 @@ class ResponseProcessor:
         in_scope: Callable[[str], bool] = lambda url: True,
         known: dict[str, Known] | None = None,
         max_links: int = MAX_LINKS_PER_PAGE,
+        min_relevance: float = 0.0,
     ) -> None:
         self._score = scorer
         self._max_bytes = max_bytes
         self._in_scope = in_scope
         self.known: dict[str, Known] = known if known is not None else {}
         self._max_links = max_links
+        self._min_relevance = min_relevance
 
     def process(self, results: Sequence[f.FetchResult], fetch_time: float) -> list[Processed]:
         """Process a batch of responses; one Score call for all of its pages and anchors."""
@@ -131,9 +133,10 @@ class ResponseProcessor:
             kind = MODIFIED
         self.known[url] = Known(digest, r)
         op = None
-        if kind != UNCHANGED and not noindex:
+        keep = not noindex and r >= self._min_relevance  # below the threshold: learned from, not indexed
+        if kind != UNCHANGED and keep:
             op = IndexDoc(url=url, title=title, text=text, fetch_time=fetch_time, relevance=r)
-        elif noindex and before is not None:
+        elif not keep and before is not None:
             op = IndexDoc(url=url, delete=True)
         return Processed(url, kind, r, children, op, None, digest)
 

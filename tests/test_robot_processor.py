@@ -95,3 +95,15 @@ def test_garbage_never_raises_and_noindex_nofollow() -> None:
     assert p_junk.kind == NEW
     assert p_latin.op is not None and p_latin.op.title == "caf\xe9"
     assert p_robots.op is None and p_robots.children == ()
+
+
+def test_min_relevance_keeps_off_topic_pages_out_of_the_index() -> None:
+    proc = ResponseProcessor(Scorer(), max_bytes=1 << 20, min_relevance=0.2)
+    on, off = proc.process(
+        [ok(BASE + "on", PAGE), ok(BASE + "off", "<title>Cake</title><p>cooking recipes</p>")], 1.0
+    )
+    assert on.relevance >= 0.2 and on.op is not None
+    assert off.relevance < 0.2 and off.op is None and off.kind == NEW  # still reported and learned from
+    # a page we had indexed drifting off topic is deleted
+    [drift] = proc.process([ok(BASE + "on", "<title>Cake</title><p>gardening tips</p>")], 2.0)
+    assert drift.kind == MODIFIED and drift.op is not None and drift.op.delete
