@@ -40,7 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    crawler, engine = build_crawler(config, args.engine, seed=args.seed)
+    crawler, engine = build_crawler(
+        config, args.engine, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
+    )
     try:
         try:
             engine.wait_ready(args.engine_wait)

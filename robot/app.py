@@ -27,6 +27,19 @@ def add_robot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-bytes", type=int, default=2 * 1024 * 1024, help="decoded body cap per page")
     p.add_argument("--user-agent", default=None, help="User-Agent header")
     p.add_argument("--seed", type=int, default=0, help="random seed of the request controller")
+    p.add_argument(
+        "--recrawl",
+        choices=("none", "whittle"),
+        default="none",
+        help="re-crawl retrieved pages by the ephemeral-content Whittle index (papers/002); "
+        "the robot then runs until stopped or --max-pages",
+    )
+    p.add_argument(
+        "--recrawl-period",
+        type=float,
+        default=60.0,
+        help="seconds per scheduler period T of the re-crawl index",
+    )
     p.add_argument("--min-relevance", type=float, default=0.0, help="index only pages scored at least this")
     private = p.add_mutually_exclusive_group()
     private.add_argument(
@@ -83,7 +96,19 @@ def config_from_args(args: argparse.Namespace, *, name: str, state_dir: Path | N
     )
 
 
-def build_crawler(config: RobotConfig, engine_address: str, *, seed: int = 0) -> tuple[Crawler, EngineClient]:
+def build_crawler(
+    config: RobotConfig,
+    engine_address: str,
+    *,
+    seed: int = 0,
+    recrawl: str = "none",
+    recrawl_period: float = 60.0,
+) -> tuple[Crawler, EngineClient]:
     engine = EngineClient(engine_address, timeout=config.engine_timeout)
-    controller = make_controller(config.policy, rng=random.Random(seed))
+    hook = None
+    if recrawl == "whittle":
+        from oasis.freshness.recrawl import WhittleRecrawl
+
+        hook = WhittleRecrawl(period=recrawl_period)
+    controller = make_controller(config.policy, rng=random.Random(seed), recrawl_index=hook)
     return Crawler(config, controller, engine), engine

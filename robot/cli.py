@@ -89,7 +89,9 @@ def run_crawl(args: argparse.Namespace) -> int:
                 print("error: give --engine HOST:PORT, or --keywords for a temporary engine", file=sys.stderr)
                 return 2
             engine_proc, address = _start_engine(args, state_dir)
-        crawler, engine = build_crawler(config, address, seed=args.seed)
+        crawler, engine = build_crawler(
+            config, address, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
+        )
         try:
             engine.wait_ready(30)
             resumed = crawler.resume()

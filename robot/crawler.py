@@ -123,6 +123,7 @@ class CrawlStatus:
     elapsed: float
     pages_per_second: float
     fetcher_controller: dict[str, float] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)
 
 
 def write_json_atomic(path: Path, data: object) -> None:
@@ -208,6 +209,9 @@ class Crawler:
         self.pages_ok = 0
         self.relevance_sum = 0.0
         self.errors: Counter[str] = Counter()
+        self.kinds: Counter[str] = (
+            Counter()
+        )  # outcomes reported: new / modified / unchanged / deleted / error
         self.checkpoints = 0
         self._estimates: dict[str, float] = {}  # discovered, not yet fetched URL -> estimated r (parent's)
         self._estimate_sum = 0.0
@@ -365,6 +369,7 @@ class Crawler:
                 elapsed=elapsed,
                 pages_per_second=self.pages_fetched / elapsed if elapsed > 0 else 0.0,
                 fetcher_controller=self.fc.metrics(),
+                kinds=dict(self.kinds),
             )
 
     # ------------------------------------------------------------------ dispatch thread
@@ -418,6 +423,8 @@ class Crawler:
             return True
         if self.politeness.robots_due(now) or self.politeness.next_wakeup(now) is not None:
             return False
+        if getattr(self.controller, "recrawl_index", None) is not None:
+            return False  # re-crawling: retrieved pages come due again as they age; run until stopped
         # nothing will become ready by waiting: done when the controller has nothing (ready) to hand out
         return _size(self.controller, "frontier_size") == 0 or self._starved
 
@@ -463,7 +470,8 @@ class Crawler:
             m = min(m, self._max_pages - self._dispatched_pages)
         if m <= 0:
             return
-        batch = list(self.controller.next_batch(m, now, self._batch_ready(now)))
+        # the controller's clock is wall time (its re-crawl ages survive a restart); politeness uses monotonic
+        batch = list(self.controller.next_batch(m, self._wall(), self._batch_ready(now)))
         self._starved = not batch
         for url in batch:
             host = host_of(url)
@@ -553,7 +561,7 @@ class Crawler:
         processed = self._with_engine_retry(lambda: self.processor.process(batch, self._wall()))
         if processed is None:  # stopped while the engine is down: these URLs are fetched again on resume
             return
-        now = self._clock()
+        now = self._wall()  # the request controller's clock
         with self._lock:
             for res, p in zip(batch, processed, strict=True):
                 self._report(res, p, now)
@@ -565,6 +573,7 @@ class Crawler:
     def _report(self, res: f.FetchResult, p: Processed, now: float) -> None:
         if p.error is not None:
             self.errors[p.error] += 1
+        self.kinds[p.kind] += 1
         if p.error is None and p.kind in ("new", "modified", "unchanged"):
             self.pages_ok += 1
             self.relevance_sum += p.relevance

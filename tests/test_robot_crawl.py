@@ -208,3 +208,40 @@ def test_429_storm_trap_and_slow_host_do_not_stop_the_rest(engine: LocalEngine, 
     finally:
         for w in (storm, trap, slow, good):
             w.stop()
+
+
+def test_recrawl_detects_modifications_and_updates_the_engine(engine: LocalEngine, tmp_path: Path) -> None:
+    """With the ephemeral-content Whittle index as the re-crawl hook, retrieved pages come due again; a page
+    that changes is reported ``modified`` and re-indexed, an unchanged one ``unchanged``."""
+    from oasis.freshness.recrawl import WhittleRecrawl
+
+    web = LocalWeb().start()
+    version = itertools.count()
+    try:
+        web.routes["/robots.txt"] = page("User-agent: *\nDisallow:\n", ctype="text/plain")
+        web.routes["/"] = page(
+            html("home", "sql database", ["/news.html|sql news", "/static.html|sql static"])
+        )
+        web.routes["/news.html"] = lambda h: page(html("news", f"sql transaction edition{next(version)}"))(h)
+        web.routes["/static.html"] = page(html("static", "sql table index"))
+        config = RobotConfig(min_delay=DELAY, max_pages=14, allowed_hosts=frozenset({web.host}))
+        client = EngineClient(engine.address, timeout=10)
+        controller = make_controller(
+            "whittle", rng=random.Random(3), recrawl_index=WhittleRecrawl(period=0.05)
+        )
+        crawler = Crawler(config, controller, client)
+        try:
+            crawler.add_seeds([web.url("/")])
+            status = crawler.run(timeout=60)
+        finally:
+            crawler.close()
+            client.close()
+        assert status.pages_fetched == 14
+        assert status.kinds["modified"] >= 1 and status.kinds["unchanged"] >= 1
+        news = web.paths().count("/news.html")
+        assert news >= 2
+        # the engine holds the latest edition the robot fetched
+        assert search(engine, f"edition{news - 1}") == [web.url("/news.html")]
+        assert search(engine, "edition0") == []  # the first edition was replaced
+    finally:
+        web.stop()
