@@ -291,6 +291,8 @@ class Crawler:
             self._started_at = self._clock()
             self._dispatched_pages = 0
             self._starved = False
+        if self._pool is not None:  # a previous run's pool (its threads have finished)
+            self._pool.shutdown(wait=False)
         self._pool = ThreadPoolExecutor(
             max_workers=self.config.max_in_flight + ROBOTS_IN_FLIGHT,
             thread_name_prefix=f"{self.config.name}-fetch",

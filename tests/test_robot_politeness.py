@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oasis.robot.config import RobotConfig
 from oasis.robot.fetcher import parse_content_type, parse_retry_after
@@ -120,3 +122,36 @@ def test_retry_after_and_content_type_parsing() -> None:
     assert parse_retry_after(None, 0.0) is None
     assert parse_content_type('text/HTML; charset="ISO-8859-1"') == ("text/html", "ISO-8859-1")
     assert parse_content_type("") == ("", None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    delay=st.floats(0.0, 2.0),
+    crawl_delay=st.one_of(st.none(), st.floats(0.0, 3.0)),
+    steps=st.lists(
+        st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.booleans()), min_size=1, max_size=40
+    ),
+)
+def test_requests_started_when_ready_are_never_closer_than_the_delay(
+    delay: float, crawl_delay: float | None, steps: list[tuple[float, float, bool]]
+) -> None:
+    """Whatever the timing of polls and responses (and 429s), a request started only when ``host_ready``
+    says so starts at least the host's delay after the previous one finished."""
+    p = Politeness(RobotConfig(min_delay=delay))
+    rules = "User-agent: *\nDisallow:\n" + (
+        f"Crawl-delay: {crawl_delay}\n" if crawl_delay is not None else ""
+    )
+    p.set_robots(H, 200, rules.encode(), 0.0)
+    wanted = p.delay(p.slot(H))
+    now, last_finish = 0.0, None
+    for wait, duration, throttled in steps:
+        now += wait
+        if not p.host_ready(H, now):
+            continue
+        if last_finish is not None:
+            assert now - last_finish >= wanted - 1e-9
+        p.on_dispatch(H, now)
+        assert not p.host_ready(H, now + 1e6)  # one in flight at a time
+        now += duration
+        p.on_finish(H, now, throttled=throttled, retry_after=0.5 if throttled else None)
+        last_finish = now
