@@ -63,6 +63,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--gamma", type=float, default=0.5, help="Eq. 10 discount")
     p.add_argument("--epsilon", type=float, default=0.0, help="exploration on the first traversal")
     p.add_argument("--epsilon-decay", type=float, default=0.5, help="epsilon factor per traversal")
+    p.add_argument(
+        "--prior",
+        default="zero",
+        choices=("zero", "parent"),
+        help="initial Q of unseen states: zero (the paper) or the discovering parent's relevance",
+    )
     p.add_argument("--no-learn", action="store_true", help="evaluate loaded Q-tables without updating them")
     p.add_argument("--no-anchors", action="store_true", help="skip anchor-text relevance")
     p.add_argument("--load-q", type=Path, default=None, help="Q-table to start the learning policy from")
@@ -109,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             gamma=args.gamma,
             epsilon=args.epsilon,
             learn=not args.no_learn,
+            prior=args.prior,
         )
         changes = ChangeModel(
             modify_rate=args.modify_rate,

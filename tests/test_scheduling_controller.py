@@ -49,7 +49,7 @@ def test_baseline_orders() -> None:
 
 
 def test_whittle_first_updates_hand_worked() -> None:
-    cfg = ControllerConfig(state="parent", alpha=0.5, gamma=0.5)
+    cfg = ControllerConfig(state="parent", alpha=0.5, gamma=0.5, prior="zero")  # the paper: Q starts at 0
     ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
     assert isinstance(ctl, WhittleController)
     ctl.add_seeds([A])
@@ -81,7 +81,7 @@ def test_learning_over_traversals_finds_the_hub() -> None:
     junk = [f"http://s/j{i}" for i in range(5)]
     rel = {seed: 0.0, hub: 0.05, decoy: 0.3, **{k: 0.9 for k in kids}, **{j: 0.0 for j in junk}}
     out = {seed: [decoy, hub], hub: kids, decoy: junk}
-    cfg = ControllerConfig(state="url", alpha=0.5, gamma=0.5)
+    cfg = ControllerConfig(state="url", alpha=0.5, gamma=0.5, prior="zero")
     q = None
     orders = []
     for _ in range(4):
@@ -229,3 +229,17 @@ def test_state_dict_is_json_and_keeps_the_seen_set() -> None:
         back.load_state(snap)  # needs a fresh controller
     with pytest.raises(ValueError):
         make_controller("bfs", rng=random.Random(0)).load_state(snap)  # wrong policy
+
+
+def test_parent_prior_starts_as_fringe_greedy() -> None:
+    cfg = ControllerConfig(state="parent", gamma=0.5, prior="parent")
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
+    assert isinstance(ctl, WhittleController)
+    ctl.add_seeds([A])
+    ctl.next_batch(1, 0.0)
+    ctl.report(FetchOutcome(A, "new", 0.6, links(B)), 0.0)
+    # unseen state p:A seeded with Q(x,1) = 0.6, Q(x,0) = 0.3: Eq. 9 index (1 - gamma) * parent relevance
+    assert ctl.q.get(f"p:{A}", 1) == pytest.approx(0.6) and ctl.q.visits(f"p:{A}") == 0
+    assert ctl.index_of(B) == pytest.approx(0.3)
+    with pytest.raises(ValueError):
+        ControllerConfig(prior="nope")

@@ -118,6 +118,9 @@ class ControllerConfig:
     max_depth: int = 6
     recrawl_rekey: int = 64  # retrieved arms whose re-crawl index is re-computed per next_batch (round robin)
     learn: bool = True  # False: use the Q-table as it is (evaluation of transferred tables)
+    # initial Q of a state the table has never seen: "zero" (the paper: q_init everywhere) or "parent" (the
+    # parent relevance of the document that first reaches it: start as fringe-greedy, learn from there)
+    prior: str = "parent"
 
     def __post_init__(self) -> None:
         if self.state not in STATE_NAMES:
@@ -128,6 +131,8 @@ class ControllerConfig:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
         if not 0.0 <= self.epsilon <= 1.0:
             raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
+        if self.prior not in ("zero", "parent"):
+            raise ValueError(f"prior must be 'zero' or 'parent', got {self.prior!r}")
         if self.recrawl_rekey < 1:
             raise ValueError("recrawl_rekey must be >= 1")
 
@@ -644,6 +649,7 @@ class WhittleController(_Controller):
         self._grot: list[deque[int]] = []  # per group: hosts in round-robin order
         self._doc_state_list: list[str | None] = []
         self._hybrid = cfg.state == "hybrid"
+        self._prior = cfg.prior == "parent" and cfg.learn
         self._aux: list[str | None] = []  # hybrid: the generalising key beside the queue key
         self._fringe_n = 0
         # uniformly random fringe document (epsilon exploration): array + position map
@@ -718,6 +724,12 @@ class WhittleController(_Controller):
             own = "u:" + ctx.url
             if own in self.q:
                 state = own
+        if self._prior and state not in self.q:
+            # prior Q(x, 1) = parent relevance, Q(x, 0) = gamma Q(x, 1): the fixed point of the passive update
+            p = ctx.parent_relevance if ctx.parent_url is not None else 1.0
+            self.q.seed(state, self.config.gamma * p, p)
+            if self._hybrid and self._aux[doc] is not None and self._aux[doc] != state:
+                self.q.seed(self._aux[doc], self.config.gamma * p, p)  # type: ignore[arg-type]
         self._doc_state_list[doc] = state
         self._add_to_group(doc, state)
 

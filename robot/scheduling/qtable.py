@@ -57,6 +57,11 @@ class QTable:
         if u:
             row[2] += 1.0
 
+    def seed(self, state: str, q_passive: float, q_active: float) -> None:
+        """Initial values for a state the table does not know yet (a prior); no-op for known states."""
+        if state not in self._q:
+            self._q[state] = [float(q_passive), float(q_active), 0.0]
+
     def visits(self, state: str) -> int:
         row = self._q.get(state)
         return 0 if row is None else int(row[2])
