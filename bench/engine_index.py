@@ -212,14 +212,17 @@ def engine_index(
 
 
 def make_queries(docs: Sequence[BenchDoc], n: int, seed: int) -> list[str]:
-    """1-3 word queries drawn from mid-frequency words of the documents (seeded)."""
+    """1-3 word queries drawn from mid-frequency words of the documents (seeded); words the analyzer
+    would drop entirely (stop words) are left out."""
+    import re
+
     from oasis.engine.relevance import tokenize
 
     df: Counter[str] = Counter()
     for d in docs[:2000]:
-        df.update({t for t in tokenize(d.text) if t.isalpha()})
+        df.update(set(re.findall(r"[a-z]{4,}", d.text.lower())))
     ranked = [t for t, _ in df.most_common()]
-    pool = ranked[len(ranked) // 50 : len(ranked) // 5] or ranked
+    pool = [w for w in ranked[len(ranked) // 50 : len(ranked) // 5] if tokenize(w)] or ranked
     rng = random.Random(seed)
     return [" ".join(rng.sample(pool, k=rng.randint(1, 3))) for _ in range(n)]
 
