@@ -53,6 +53,7 @@ class SearchResult:
     engines: dict[str, str]
     partial: bool
     took_ms: float
+    messages: dict[str, str] = field(default_factory=dict)  # engine -> why it is not ok / how it was routed
 
 
 class BrokerClient:
@@ -74,6 +75,7 @@ class BrokerClient:
             engines={e.name: STATE_NAMES.get(e.state, "error") for e in reply.engines},
             partial=reply.partial,
             took_ms=reply.took_ms,
+            messages={e.name: e.message for e in reply.engines if e.message},
         )
 
 

@@ -243,6 +243,8 @@ def print_results(query: str, result: SearchResult) -> None:
     print(f'"{query}": {len(result.hits)} hits in {result.took_ms:.0f} ms; engines: {answered}')
     if result.partial:
         print("  (partial results: some engines did not answer)")
+    for name, message in sorted(result.messages.items()):
+        print(f"  {name}: {message}")
     for i, h in enumerate(result.hits, start=1):
         print(f"{i:>3}. {h.title or '(untitled)'}  [{h.engine}, {h.score:.3f}]")
         print(f"     {h.url}")
