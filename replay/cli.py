@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument(
         "--policies",
-        default="upper,random,bfs,greedy-oracle,greedy-parent,whittle",
+        default="upper,random,bfs,greedy-oracle,greedy-parent,whittle:parent,whittle:hybrid",
         help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-lookahead, "
         "whittle, whittle:STATE",
     )
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--epsilon-decay", type=float, default=0.5, help="epsilon factor per traversal")
     p.add_argument(
         "--prior",
-        default="zero",
+        default="parent",
         choices=("zero", "parent"),
         help="initial Q of unseen states: zero (the paper) or the discovering parent's relevance",
     )
