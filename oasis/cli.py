@@ -12,7 +12,7 @@ COMMAND_MODULES = (
     "oasis.cluster",  # up, down, status, search, index
     "oasis.robot.cli",  # crawl
     "oasis.replay.cli",  # replay
-    "oasis.freshness.cli",  # ephemeral, whittle-learn
+    "oasis.freshness.cli",  # ephemeral, whittle-learn, recrawl-eval
     "oasis.bench.cli",  # bench ...
 )
 
