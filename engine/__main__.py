@@ -10,6 +10,7 @@ from pathlib import Path
 
 from oasis.engine.config import EngineConfig, parse_allowed_hosts
 from oasis.engine.index import IndexBusy, TopicIndex
+from oasis.engine.relevance import RelevanceModel
 from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_to_proto
 from oasis.engine.topic import InvalidTopic, Topic
 from oasis.service import ServerConfig, build_server, configure_logging, run_until_signal
@@ -53,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             allowed_hosts=parse_allowed_hosts(args.allowed_hosts),
         )
         server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)
+        RelevanceModel.from_topic(config.topic)  # the profile must have indexable terms
     except (ValueError, InvalidTopic) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

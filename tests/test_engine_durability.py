@@ -139,3 +139,28 @@ def test_second_engine_on_the_same_directory_is_refused(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_bad_arguments_exit_2_with_a_message(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "oasis.engine",
+            "--name",
+            "e1",
+            "--topic",
+            "t",
+            "--keywords",
+            "the,and",
+            "--index-dir",
+            str(tmp_path / "ix"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "no indexable terms" in done.stderr
+    assert not (tmp_path / "ix").exists()
