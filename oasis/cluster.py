@@ -169,12 +169,23 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- status
+def web_health(address: str) -> str:
+    """The replayed web speaks HTTP, not gRPC: SERVING when its robots.txt answers."""
+    import requests
+
+    try:
+        ok = requests.get(f"http://{address}/robots.txt", timeout=2).status_code == 200
+    except requests.RequestException:
+        return "UNREACHABLE"
+    return "SERVING" if ok else "NOT_SERVING"
+
+
 def service_table(cluster: Cluster) -> list[dict[str, Any]]:
     engines = [(s.name, s.address) for s in cluster.of_kind("engine")]
     counts = documents_by_engine(engines)
     rows: list[dict[str, Any]] = []
     for s in cluster.services:
-        health = "SERVING" if s.kind == "web" else health_status(s.address)
+        health = web_health(s.address) if s.kind == "web" else health_status(s.address)
         row: dict[str, Any] = {
             "name": s.name,
             "kind": s.kind,

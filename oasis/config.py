@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_CONFIG = "default_cluster.toml"
+# service names the launcher uses itself; an engine (topic) may not take one
+RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web"})
+ROBOT_PREFIX = "robot-"
 
 
 class ConfigError(ValueError):
@@ -24,6 +27,8 @@ class TopicConfig:
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
             raise ConfigError(f"topic name must be alphanumeric (with - or _), got {self.name!r}")
+        if self.name in RESERVED_NAMES or self.name.startswith(ROBOT_PREFIX):
+            raise ConfigError(f"topic name {self.name!r} is taken by a cluster service; choose another")
         if not self.keywords:
             raise ConfigError(f"topic {self.name!r} needs at least one keyword")
 
@@ -34,8 +39,11 @@ class RobotSettings:
     min_delay: float = 0.02
     max_in_flight: int = 4
     max_pages: int = 0
+    min_relevance: float = 0.15  # pages below this r(i) are crawled through but not indexed
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.min_relevance <= 1.0:
+            raise ConfigError("robot: min_relevance must be in [0, 1]")
         if self.min_delay < 0 or self.max_in_flight < 1 or self.max_pages < 0:
             raise ConfigError("robot: min_delay >= 0, max_in_flight >= 1, max_pages >= 0 required")
 
@@ -94,6 +102,7 @@ def parse_config(data: dict[str, Any]) -> ClusterConfig:
                 min_delay=float(robot.get("min_delay", 0.02)),
                 max_in_flight=int(robot.get("max_in_flight", 4)),
                 max_pages=int(robot.get("max_pages", 0)),
+                min_relevance=float(robot.get("min_relevance", 0.15)),
             ),
         )
     except (TypeError, ValueError) as exc:

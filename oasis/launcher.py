@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from oasis.config import ClusterConfig
+from oasis.config import ROBOT_PREFIX, ClusterConfig
 from oasis.service import open_channel
 
 logger = logging.getLogger(__name__)
@@ -328,7 +328,7 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
     """The replayed web (``python -m oasis.web``) and one robot per topic engine, seeded from the web."""
     assert config.web_corpus is not None
     web = cluster.start(
-        "web",
+        "replayed-web",
         "web",
         ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level],
         timeout=timeout,
@@ -346,16 +346,17 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
     for engine in cluster.of_kind("engine"):
         argv = [
             "-m", "oasis.robot",
-            "--name", f"robot-{engine.name}",
+            "--name", f"{ROBOT_PREFIX}{engine.name}",
             "--engine", engine.address,
             "--state-dir", str(cluster.state_dir / "robots" / engine.name),
             "--policy", rs.policy,
             "--min-delay", str(rs.min_delay),
             "--max-in-flight", str(rs.max_in_flight),
             "--max-pages", str(rs.max_pages),
+            "--min-relevance", str(rs.min_relevance),
             "--allow-private",
             "--autostart",
             "--log-level", log_level,
             "--seeds", *seeds,
         ]  # fmt: skip
-        cluster.start(f"robot-{engine.name}", "robot", argv, timeout=timeout)
+        cluster.start(f"{ROBOT_PREFIX}{engine.name}", "robot", argv, timeout=timeout)

@@ -34,6 +34,8 @@ def test_file_overrides(tmp_path: Path) -> None:
         ({"topic": [{"name": "a", "keywords": []}]}, "at least one keyword"),
         ({"topic": [{"name": "a b", "keywords": ["x"]}]}, "alphanumeric"),
         ({"topic": [{"name": "a", "keywords": ["x"]}, {"name": "a", "keywords": ["y"]}]}, "unique"),
+        ({"topic": [{"name": "broker", "keywords": ["x"]}]}, "taken"),
+        ({"topic": [{"name": "robot-x", "keywords": ["x"]}]}, "taken"),
         ({"cluster": {"lease_seconds": 1, "heartbeat_seconds": 2},
           "topic": [{"name": "a", "keywords": ["x"]}]}, "heartbeat"),
         ({"cluster": {"lease_seconds": "soon"}, "topic": [{"name": "a", "keywords": ["x"]}]}, "bad value"),
