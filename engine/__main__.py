@@ -34,6 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--batch-size", type=int, default=256, help="commit after this many buffered operations")
     p.add_argument("--limitmb", type=int, default=256, help="Whoosh writer memory limit per commit (MB)")
+    p.add_argument(
+        "--summary-terms",
+        type=int,
+        default=EngineConfig.summary_terms,
+        help="terms in the summary for the directory (routing skips engines lacking all query terms)",
+    )
     p.add_argument("--allowed-hosts", default="", help="comma-separated hosts; refuse to index any other")
     p.add_argument("--log-level", default="INFO")
     return p
@@ -51,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             heartbeat_seconds=args.heartbeat_seconds,
             batch_size=args.batch_size,
             limitmb=args.limitmb,
+            summary_terms=args.summary_terms,
             allowed_hosts=parse_allowed_hosts(args.allowed_hosts),
         )
         server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)

@@ -29,7 +29,9 @@ class EngineConfig:
     limitmb: int = 256
     allowed_hosts: frozenset[str] = frozenset()
     limits: IndexLimits = field(default_factory=IndexLimits)
-    summary_terms: int = 500
+    # large enough for a topic engine's whole vocabulary in practice (docs/directory-broker.md measured
+    # that 500-term summaries cut top-1 routing nDCG@10 from 0.743 to 0.558)
+    summary_terms: int = 20_000
 
     def __post_init__(self) -> None:
         if not self.name.strip():
