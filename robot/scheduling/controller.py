@@ -641,12 +641,11 @@ class WhittleController(_Controller):
         self.extract = make_state_extractor(
             cfg.state, relevance_bins=cfg.relevance_bins, anchor_bins=cfg.anchor_bins, max_depth=cfg.max_depth
         )
-        self._groups = Frontier()  # group id -> v(x); each group is its own "host" bucket of the Frontier
+        self._groups = Frontier()  # group id -> v(x) (host readiness is checked inside the group)
         self._gid: dict[str, int] = {}
         self._gstate: list[str] = []
         self._glive: list[int] = []
         self._ghosts: list[dict[int, deque[int]]] = []  # per group: host -> FIFO of documents
-        self._grot: list[deque[int]] = []  # per group: hosts in round-robin order
         self._doc_state_list: list[str | None] = []
         self._hybrid = cfg.state == "hybrid"
         self._prior = cfg.prior == "parent" and cfg.learn
@@ -673,7 +672,7 @@ class WhittleController(_Controller):
     def _live_docs(self, gid: int) -> list[int]:
         status, states, want = self._status, self._doc_state_list, self._gstate[gid]
         hosts = self._ghosts[gid]
-        return [d for h in self._grot[gid] for d in hosts[h] if status[d] == _FRINGE and states[d] == want]
+        return [d for fifo in hosts.values() for d in fifo if status[d] == _FRINGE and states[d] == want]
 
     def _fringe_order(self) -> list[int]:
         out: list[int] = []
@@ -700,19 +699,17 @@ class WhittleController(_Controller):
             self._gstate.append(state)
             self._glive.append(0)
             self._ghosts.append({})
-            self._grot.append(deque())
         h = self._host_id[doc]
         hosts = self._ghosts[gid]
         fifo = hosts.get(h)
         if fifo is None:
             fifo = deque()
-            hosts[h] = fifo
-            self._grot[gid].append(h)
+            hosts[h] = fifo  # dict order is the round-robin order of the group's hosts
         fifo.append(doc)
         self._glive[gid] += 1
         self._fringe_n += 1
         if self._glive[gid] == 1:
-            self._groups.push(gid, self.q.index(state), gid)
+            self._groups.push(gid, self.q.index(state))
         if self._explore:
             self._fringe_pos[doc] = len(self._fringe_arr)
             self._fringe_arr.append(doc)
@@ -752,7 +749,6 @@ class WhittleController(_Controller):
         if self._glive[gid] == 0:
             self._groups.remove(gid)
             self._ghosts[gid].clear()
-            self._grot[gid].clear()
         if self._explore:
             pos = self._fringe_pos.pop(doc)
             last = self._fringe_arr.pop()
@@ -765,28 +761,20 @@ class WhittleController(_Controller):
 
     def _take_from(self, gid: int, host_ready: Callable[[int], bool] | None) -> int | None:
         """The next live document of group ``gid`` on a ready host (round robin over its hosts)."""
-        rot, hosts = self._grot[gid], self._ghosts[gid]
+        hosts = self._ghosts[gid]
         status, states, want = self._status, self._doc_state_list, self._gstate[gid]
-        for _ in range(len(rot)):
-            if not rot:
-                break
-            h = rot[0]
+        for h in list(hosts):  # round robin: a host that served moves to the end of the dict
             if host_ready is not None and not host_ready(h):
-                rot.rotate(-1)
                 continue
-            fifo = hosts[h]
+            fifo = hosts.pop(h)
             while fifo:
                 doc = fifo.popleft()
                 if status[doc] == _FRINGE and states[doc] == want:
                     if fifo:
-                        rot.rotate(-1)
-                    else:
-                        rot.popleft()
-                        del hosts[h]
+                        hosts[h] = fifo
                     self._taken(doc)  # removes the group when it empties
                     return doc
-            rot.popleft()  # only stale entries were left for this host
-            del hosts[h]
+            # only stale entries were left for this host: it stays out of the dict
         return None
 
     def _pop_fringe(self, host_ready: Callable[[int], bool] | None) -> int | None:
@@ -807,17 +795,17 @@ class WhittleController(_Controller):
                     aside.append(gid)  # every host of this state is blocked right now
                 continue
             if self._glive[gid] > 0:
-                self._groups.push(gid, self.q.index(self._gstate[gid]), gid)
+                self._groups.push(gid, self.q.index(self._gstate[gid]))
             found = picked
             break
         for gid in aside:
-            self._groups.push(gid, self.q.index(self._gstate[gid]), gid)
+            self._groups.push(gid, self.q.index(self._gstate[gid]))
         return found
 
     def _rekey_state(self, state: str) -> None:
         gid = self._gid.get(state)
         if gid is not None and self._glive[gid] > 0:
-            self._groups.push(gid, self.q.index(state), gid)
+            self._groups.push(gid, self.q.index(state))
 
     def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
         cfg = self.config
