@@ -79,6 +79,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--constant-alpha", type=float, default=None, help="constant fast step (with --constant-gamma)"
     )
     q.add_argument("--constant-gamma", type=float, default=None, help="constant slow step")
+    q.add_argument(
+        "--sequential",
+        action="store_true",
+        help="one update per arm sample, sample clocks (papers/001 literally)",
+    )
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--plots", type=Path, default=None, help="folder for PNG plots (Figures 1-5)")
     q.add_argument("--json", action="store_true")
@@ -360,6 +365,7 @@ def _whittle_learn(args: argparse.Namespace) -> int:
             C_prime=args.C_prime,
             constant_alpha=args.constant_alpha,
             constant_gamma=args.constant_gamma,
+            sequential=args.sequential,
         )
     except ValueError as exc:
         return _fail(str(exc))
@@ -380,6 +386,9 @@ def _whittle_learn(args: argparse.Namespace) -> int:
         "mean_reward_exact_tail": float(
             res.exact_rewards[-max(1, cfg.steps // 5) :].mean() if res.exact_rewards is not None else math.nan
         ),
+        # per state [passive, active]: samples over all arms, and periods with an update (local clock)
+        "pair_samples": res.pair_samples.tolist() if res.pair_samples is not None else None,
+        "pair_updates": res.pair_updates.tolist() if res.pair_updates is not None else None,
     }
     if args.plots is not None:
         from oasis.freshness import plots

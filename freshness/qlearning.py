@@ -46,6 +46,10 @@ class QLearningConfig:
     # while the active one keeps growing with lambda. None: B = 2 d span(R) + max |R1 - R0|, far above any
     # index of the arm (the index is R1 - R0 plus a difference of relative values).
     index_bound: float | None = None
+    # sequential=True: papers/001 literally, one update per arm sample (Gauss-Seidel within a period), the
+    # local clock nu(i, u) counting samples, and lambda updated once per N samples (the I{n mod N = 0} of
+    # Eq. 14) with gamma evaluated on the sample clock n. About 10x slower than the batched default.
+    sequential: bool = False
 
     def __post_init__(self) -> None:
         if self.arms < 1 or not 0 < self.active <= self.arms:
@@ -90,6 +94,10 @@ class QLearningResult:
     history_steps: IntArray
     rewards: FloatArray  # reward per period of the learning run (sum over arms)
     exact_rewards: FloatArray | None  # reward per period under the exact-index policy (same sizes)
+    # samples seen per pair (i, u) over the run, d x 2 (all arms); the rare pairs bound the index accuracy
+    pair_samples: IntArray | None = None
+    # periods in which each pair (i, u) got an update (the local clock nu of the batched Eq. 12), d x 2
+    pair_updates: IntArray | None = None
 
     def reward_ratio(self, tail: float = 0.2) -> float:
         """Learned-policy reward over exact-index-policy reward, averaged over the last ``tail`` of steps."""
@@ -139,6 +147,47 @@ def index_policy_rewards(
     return out
 
 
+def _sequential_period(
+    Q: FloatArray,
+    lam: FloatArray,
+    nu: FloatArray,
+    samples: IntArray,
+    X: IntArray,
+    Z: IntArray,
+    Xn: IntArray,
+    R: FloatArray,
+    cfg: QLearningConfig,
+    n: int,
+    bound: float,
+) -> FloatArray:
+    """One period of papers/001 Eqs. 12-14 sample by sample; updates Q, nu, samples in place."""
+    d = Q.shape[0]
+    Qf = Q.reshape(d, 2 * d)
+    fsum = Qf.sum(axis=1)  # 2|S| f(Q^x), kept up to date as entries change
+    for i, u, j in zip(X.tolist(), Z.tolist(), Xn.tolist(), strict=True):
+        p = 2 * i + u
+        nu[p] += 1
+        samples[p] += 1
+        a = cfg.constant_alpha if cfg.constant_alpha is not None else _alpha_at(nu[p], cfg)
+        # Eq. 12: (1-u)(R0(i) + lam(x)) + u R1(i) + max_v Q^x(j, v) - f(Q^x) - Q^x(i, u), every x at once
+        td = R[u, i] + (1 - u) * lam + Q[:, j, :].max(axis=1) - fsum / (2 * d) - Qf[:, p]
+        Qf[:, p] += a * td
+        fsum += a * td
+    n_samples = (n + 1) * X.shape[0]  # lambda moves once every N samples: I{n mod N = 0} of Eq. 14
+    g = (
+        cfg.constant_gamma
+        if cfg.constant_gamma is not None
+        else step_gamma(n_samples, cfg.C_prime, cfg.clock_div)
+    )
+    xs = np.arange(d)
+    return np.asarray(np.clip(lam + g * (Q[xs, xs, 1] - Q[xs, xs, 0]), -bound, bound), dtype=np.float64)
+
+
+def _alpha_at(nu: float, cfg: QLearningConfig) -> float:
+    # papers/001 Eq. 14 on the local clock nu(i, u, n): alpha = C / ceil(nu / 500)
+    return cfg.C / math.ceil(max(nu, 1.0) / cfg.clock_div)
+
+
 def whittle_q_learning(
     arm: ArmModel,
     cfg: QLearningConfig,
@@ -161,6 +210,7 @@ def whittle_q_learning(
         bound = 2.0 * d * span + float(np.abs(arm.R1 - arm.R0).max()) + 1.0
     Q = np.tile(R.T[None, :, :], (d, 1, 1)).astype(np.float64)  # x, i, u
     nu = np.zeros(2 * d)
+    samples = np.zeros(2 * d, dtype=np.int64)
     X = rng.integers(0, d, size=N)
     rewards = np.zeros(cfg.steps)
     rec = list(range(0, cfg.steps, cfg.record_every))
@@ -178,6 +228,12 @@ def whittle_q_learning(
         r = R[Z, X]
         rewards[n] = r.sum()
         Xn = sampler.step(X, Z, rng)
+        if cfg.sequential:
+            lam = _sequential_period(Q, lam, nu, samples, X, Z, Xn, R, cfg, n, bound)
+            X = Xn
+            if bar is not None:
+                bar.update(1)
+            continue
         # Eq. 12 for every x at once: TD = (1-u)(R0 + lam(x)) + u R1 + max_v Q^x(X', v) - f(Q^x) - Q^x(X, u)
         target = r[None, :] + (1 - Z)[None, :] * lam[:, None] + Q[:, Xn, :].max(axis=2) - f_offset(Q)[:, None]
         td = target - Q[:, X, Z]  # x, arm
@@ -185,6 +241,7 @@ def whittle_q_learning(
         counts = np.bincount(pair, minlength=2 * d).astype(np.float64)
         sums = np.stack([np.bincount(pair, weights=td[x], minlength=2 * d) for x in range(d)])
         hit = counts > 0
+        samples += counts.astype(np.int64)
         nu[hit] += 1
         if cfg.constant_alpha is not None:
             a = np.where(hit, cfg.constant_alpha, 0.0)
@@ -214,4 +271,6 @@ def whittle_q_learning(
         history_steps=np.array(rec, dtype=np.int64),
         rewards=rewards,
         exact_rewards=exact_rewards,
+        pair_samples=samples.reshape(d, 2),
+        pair_updates=nu.astype(np.int64).reshape(d, 2),
     )

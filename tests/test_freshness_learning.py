@@ -86,3 +86,36 @@ def test_lspe_runs_and_learns_thresholds() -> None:
     assert res.mean_crawls() > 0.3
     # better than crawling only the best source (papers/000 reports about 160 at about one crawl per period)
     assert res.mean_reward(0.5) > 150.0
+
+
+def test_q_learning_pair_samples_show_rare_active_pairs() -> None:
+    # the visit counts that bound the index accuracy at small epsilon (docs/freshness.md): every arm-period
+    # is one sample of one pair, a pair's local clock counts the periods it was updated in, and with
+    # epsilon = 0.01 the circulant states 1, 2 and 4 are activated almost only by exploration
+    arm = circulant_arm()
+    steps, arms = 2000, 100
+    res = whittle_q_learning(
+        arm, QLearningConfig(arms=arms, active=20, steps=steps, epsilon=0.01), np.random.default_rng(0)
+    )
+    assert res.pair_samples is not None and res.pair_updates is not None
+    assert res.pair_samples.shape == (4, 2) and res.pair_updates.shape == (4, 2)
+    assert int(res.pair_samples.sum()) == arms * steps
+    assert (res.pair_updates <= steps).all() and (res.pair_updates <= res.pair_samples).all()
+    active = res.pair_samples[:, 1]
+    assert int(active.sum()) == 20 * steps  # exactly M active arms per period
+    # state 3 (index 1) takes the active slots; states 1, 2, 4 get a few per cent of its active samples
+    assert active[[0, 1, 3]].max() < 0.05 * active[2]
+    assert (active > 0).all()  # but exploration still samples every pair (papers/001 Section V)
+
+
+def test_q_learning_sequential_matches_batched_on_two_state_chain() -> None:
+    # papers/001 literally (one update per arm sample, sample clocks) learns the same indices as the batched
+    # default; both must reach the known values, so a broken per-sample update fails
+    P = np.array([[0.5, 0.5], [0.3, 0.7]])
+    arm = ArmModel(P0=P, P1=P.copy(), R0=np.array([0.0, 0.5]), R1=np.array([1.0, 0.0]))
+    cfg = QLearningConfig(arms=20, active=4, steps=1500, epsilon=0.5, C_prime=5.0, sequential=True)
+    res = whittle_q_learning(arm, cfg, np.random.default_rng(0))
+    assert res.learned_indices == pytest.approx([1.0, -0.5], abs=0.06)
+    assert res.pair_updates is not None and res.pair_samples is not None
+    assert (res.pair_updates == res.pair_samples).all()  # the local clock counts samples
+    assert int(res.pair_samples.sum()) == 20 * 1500
