@@ -220,6 +220,9 @@ class Cluster:
         record = self.get(name)
         if _alive(record.pid):
             self.stop_one(record)
+        previous = self._procs.pop(name, None)
+        if previous is not None:
+            previous.poll()  # a child of ours that died (kill -9): reap it; its Popen is not left "running"
         grpc_health = record.kind != "web"
         return self.start(
             record.name, record.kind, record.argv, port=record.port, timeout=timeout, grpc_health=grpc_health
