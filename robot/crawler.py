@@ -216,6 +216,7 @@ class Crawler:
         self._estimates: dict[str, float] = {}  # discovered, not yet fetched URL -> estimated r (parent's)
         self._estimate_sum = 0.0
         self._scheme: dict[str, str] = {}  # host -> scheme, for the robots.txt URL
+        self._refused_hosts: set[str] = set()  # hosts resolving to private addresses (refuse_private)
         self._last_engine_error = ""
         self._starved = False  # the last next_batch with m > 0 returned nothing
 
@@ -434,7 +435,10 @@ class Crawler:
         throttled = res.kind == f.TOO_MANY_REQUESTS
         if task.robots:  # record robots.txt first, so its Crawl-delay already spaces the next request
             self._in_flight_robots -= 1
-            if res.kind == f.REDIRECT and res.redirect_to:
+            if res.kind == f.PRIVATE_ADDRESS:  # --refuse-private: the whole host is refused, not retried
+                self._refused_hosts.add(task.host)
+                self.politeness.give_up(task.host)
+            elif res.kind == f.REDIRECT and res.redirect_to:
                 self.politeness.robots_redirect(task.host, res.redirect_to)
             else:
                 status = 200 if res.kind == f.OK else res.status
@@ -488,6 +492,8 @@ class Crawler:
         kind = None
         if not self.in_scope(url):
             kind = f.OUT_OF_SCOPE
+        elif host in self._refused_hosts:
+            kind = f.PRIVATE_ADDRESS
         elif self.politeness.given_up(host):
             kind = f.ROBOTS_UNAVAILABLE
         elif not self.politeness.can_fetch(url):

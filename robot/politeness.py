@@ -187,6 +187,10 @@ class Politeness:
                 if slot.in_flight == 0:
                     slot.next_allowed = max(slot.next_allowed, slot.hold_until)
 
+    def give_up(self, host: str) -> None:
+        """Never request anything from ``host`` again (e.g. it resolves to a refused private address)."""
+        self.slot(host).robots_state = FAILED
+
     def robots_redirect(self, host: str, target: str) -> None:
         """robots.txt redirected: follow up to 5 hops on the same host, else treat as unavailable (4xx)."""
         slot = self.slot(host)
