@@ -3,6 +3,7 @@ the robot's seen-set key must agree, so there is exactly one function for it."""
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
@@ -10,6 +11,8 @@ from w3lib.url import canonicalize_url
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL_LENGTH = 4096
+# WHATWG URL "forbidden host code points" (':' only inside an IPv6 literal); whitespace and controls too
+_FORBIDDEN_HOST = frozenset("\x00\t\n\r #/<>?@[\\]^|%")
 
 
 class InvalidURL(ValueError):
@@ -39,7 +42,13 @@ def canonicalize(url: str) -> str:
         raise InvalidURL(f"no host in {url[:200]!r}")
     host = parts.hostname.lower().rstrip(".")
     if ":" in host:  # IPv6 literal
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError as exc:
+            raise InvalidURL(f"bad IPv6 host in {url[:200]!r}") from exc
         host = f"[{host}]"
+    elif not host or any(c in _FORBIDDEN_HOST or c.isspace() or not c.isprintable() for c in host):
+        raise InvalidURL(f"bad host {host[:100]!r} in {url[:200]!r}")
     netloc = host if port is None or port == _DEFAULT_PORTS[scheme] else f"{host}:{port}"
     rebuilt = urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
     try:
