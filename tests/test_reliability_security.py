@@ -160,9 +160,9 @@ def test_wrong_token_and_untrusted_ca_are_refused(cluster: Cluster, secure_env: 
     assert "token" in (info.value.details() or "")
     other = Path(secure_env["OASIS_TLS_CA"]).parent / "other-ca.pem"
     trustme.CA().cert_pem.write_to_path(str(other))
-    with open_channel(address, Security(tls_ca=other, token=TOKEN)) as channel:
-        with pytest.raises(grpc.RpcError) as info:
-            broker_pb2_grpc.BrokerStub(channel).Search(request, timeout=5)
+    untrusted = Security(tls_ca=other, token=TOKEN)
+    with open_channel(address, untrusted) as channel, pytest.raises(grpc.RpcError) as info:
+        broker_pb2_grpc.BrokerStub(channel).Search(request, timeout=5)
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE  # the server's certificate is not trusted
     good = Security(tls_ca=Path(secure_env["OASIS_TLS_CA"]), token=TOKEN)
     with open_channel(address, good) as channel:
