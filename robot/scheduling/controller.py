@@ -42,11 +42,11 @@ the arm passive.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import random
 from array import array
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -624,10 +624,11 @@ class WhittleController(_Controller):
     Q-table learned with Eq. 10 (child-discovery bonus) and the reward of Eq. 11.
 
     All fringe documents in one state share an index, so the queue holds one *group* per state, keyed by
-    v(x): a Q-update re-keys one group, O(log S). Inside a group, documents wait in one FIFO per host and the
-    group serves its hosts round robin, skipping hosts that ``host_ready`` blocks (a group whose hosts are
-    all blocked is set aside for that decision). After each active update the passive control of the same
-    state is updated too: a passive fringe arm earns 0 and stays in its state, so its Eq. 10 sample is
+    v(x): a Q-update re-keys one group, O(log S). Inside a group (equal indices), documents wait in one heap
+    per host, ordered by parent relevance + anchor relevance (then discovery order): the tie-break among arms
+    whose index is equal. The group serves its hosts round robin, skipping hosts that ``host_ready`` blocks
+    (a group whose hosts are all blocked is set aside for that decision). After each active update the
+    passive control of the same state is updated too: a passive fringe arm earns 0 and stays in its state, so its Eq. 10 sample is
     ``0 + gamma Q(x, 1)`` (step size ``alpha_passive``); hence ``v(x) -> (1 - gamma) Q(x, 1)`` for visited
     states.
     """
@@ -645,7 +646,9 @@ class WhittleController(_Controller):
         self._gid: dict[str, int] = {}
         self._gstate: list[str] = []
         self._glive: list[int] = []
-        self._ghosts: list[dict[int, deque[int]]] = []  # per group: host -> FIFO of documents
+        # per group: host -> heap of (-tie-break key, seq, doc); the key orders documents that share an index
+        self._ghosts: list[dict[int, list[tuple[float, int, int]]]] = []
+        self._tie = array("d")  # per document: parent relevance + anchor relevance at discovery
         self._doc_state_list: list[str | None] = []
         self._hybrid = cfg.state == "hybrid"
         self._prior = cfg.prior == "parent" and cfg.learn
@@ -659,6 +662,7 @@ class WhittleController(_Controller):
     def _new_doc(self, url: str, parent_rel: float, depth: int) -> int:
         doc = super()._new_doc(url, parent_rel, depth)
         self._doc_state_list.append(None)
+        self._tie.append(parent_rel)
         if self._hybrid:
             self._aux.append(None)
         return doc
@@ -672,7 +676,8 @@ class WhittleController(_Controller):
     def _live_docs(self, gid: int) -> list[int]:
         status, states, want = self._status, self._doc_state_list, self._gstate[gid]
         hosts = self._ghosts[gid]
-        return [d for fifo in hosts.values() for d in fifo if status[d] == _FRINGE and states[d] == want]
+        docs = [e for heap in hosts.values() for e in sorted(heap)]
+        return [d for _, _, d in docs if status[d] == _FRINGE and states[d] == want]
 
     def _fringe_order(self) -> list[int]:
         out: list[int] = []
@@ -701,11 +706,12 @@ class WhittleController(_Controller):
             self._ghosts.append({})
         h = self._host_id[doc]
         hosts = self._ghosts[gid]
-        fifo = hosts.get(h)
-        if fifo is None:
-            fifo = deque()
-            hosts[h] = fifo  # dict order is the round-robin order of the group's hosts
-        fifo.append(doc)
+        heap = hosts.get(h)
+        if heap is None:
+            heap = []
+            hosts[h] = heap  # dict order is the round-robin order of the group's hosts
+        self._seq += 1
+        heapq.heappush(heap, (-self._tie[doc], self._seq, doc))
         self._glive[gid] += 1
         self._fringe_n += 1
         if self._glive[gid] == 1:
@@ -716,6 +722,7 @@ class WhittleController(_Controller):
 
     def _enqueue(self, doc: int, ctx: DiscoveryContext) -> None:
         state = self.extract(ctx)
+        self._tie[doc] = ctx.parent_relevance + ctx.anchor_relevance
         if self._hybrid:
             self._aux[doc] = state
             own = "u:" + ctx.url
@@ -766,12 +773,12 @@ class WhittleController(_Controller):
         for h in list(hosts):  # round robin: a host that served moves to the end of the dict
             if host_ready is not None and not host_ready(h):
                 continue
-            fifo = hosts.pop(h)
-            while fifo:
-                doc = fifo.popleft()
+            heap = hosts.pop(h)
+            while heap:
+                doc = heapq.heappop(heap)[2]
                 if status[doc] == _FRINGE and states[doc] == want:
-                    if fifo:
-                        hosts[h] = fifo
+                    if heap:
+                        hosts[h] = heap
                     self._taken(doc)  # removes the group when it empties
                     return doc
             # only stale entries were left for this host: it stays out of the dict
