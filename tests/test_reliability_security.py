@@ -168,3 +168,50 @@ def test_wrong_token_and_untrusted_ca_are_refused(cluster: Cluster, secure_env: 
     with open_channel(address, good) as channel:
         reply = broker_pb2_grpc.BrokerStub(channel).Search(request, timeout=5)
     assert {e.name for e in reply.engines} >= {"databases"}
+
+
+def test_index_writes_for_another_topic_or_host_are_refused(tmp_path: Path) -> None:
+    """Index writes go only through the engine's API: a writer naming another topic (``oasis-topic``
+    metadata) is refused with NOT_FOUND and nothing is written; with allowed hosts configured, a URL on any
+    other host is rejected in the acknowledgement while the rest of the batch is indexed."""
+    from robot_testweb import TOPIC
+
+    from oasis.engine.config import EngineConfig
+    from oasis.engine.index import TopicIndex
+    from oasis.engine.servicer import TOPIC_METADATA_KEY, EngineServicer, add_engine_servicer
+    from oasis.service import ServerConfig, build_server
+    from oasis.v1 import engine_pb2_grpc
+
+    config = EngineConfig(
+        name="db", topic=TOPIC, index_dir=tmp_path / "ix", allowed_hosts=frozenset({"db.test"})
+    )
+    index = TopicIndex.open(config.index_dir, TOPIC, limits=config.limits)
+    running = build_server(
+        ServerConfig(security=Security()), lambda s: add_engine_servicer(s, EngineServicer(index, config))
+    )
+    try:
+        with open_channel(running.address, Security()) as channel:
+            stub = engine_pb2_grpc.EngineStub(channel)
+
+            def ops() -> Iterator[engine_pb2.IndexRequest]:
+                for seq, url in enumerate(
+                    ("http://db.test/a", "http://spam.test/b", "http://x.db.test/c"), 1
+                ):
+                    doc = engine_pb2.Document(url=url, title="t", text="sql table")
+                    yield engine_pb2.IndexRequest(seq=seq, upsert=doc, flush=seq == 3)
+
+            with pytest.raises(grpc.RpcError) as info:
+                list(stub.Index(ops(), timeout=10, metadata=[(TOPIC_METADATA_KEY, "python")]))
+            assert info.value.code() == grpc.StatusCode.NOT_FOUND
+            assert "serves topic 'databases'" in (info.value.details() or "")
+            assert stub.Stats(engine_pb2.StatsRequest(), timeout=5).documents == 0
+
+            acks = list(stub.Index(ops(), timeout=10, metadata=[(TOPIC_METADATA_KEY, TOPIC.name)]))
+            rejected = [(r.seq, r.reason) for a in acks for r in a.rejected]
+            assert [seq for seq, _ in rejected] == [2] and "allowed-hosts" in rejected[0][1]
+            assert acks[-1].acked_through == 3
+            hits = stub.Search(engine_pb2.SearchRequest(query="sql"), timeout=5).hits
+            assert sorted(h.url for h in hits) == ["http://db.test/a", "http://x.db.test/c"]
+    finally:
+        running.stop(0)
+        index.close()
