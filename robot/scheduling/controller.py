@@ -628,9 +628,9 @@ class WhittleController(_Controller):
     per host, ordered by parent relevance + anchor relevance (then discovery order): the tie-break among arms
     whose index is equal. The group serves its hosts round robin, skipping hosts that ``host_ready`` blocks
     (a group whose hosts are all blocked is set aside for that decision). After each active update the
-    passive control of the same state is updated too: a passive fringe arm earns 0 and stays in its state, so its Eq. 10 sample is
-    ``0 + gamma Q(x, 1)`` (step size ``alpha_passive``); hence ``v(x) -> (1 - gamma) Q(x, 1)`` for visited
-    states.
+    passive control of the same state is updated too: a passive fringe arm earns 0 and stays in its state,
+    so its Eq. 10 sample is ``0 + gamma Q(x, 1)`` (step size ``alpha_passive``); hence
+    ``v(x) -> (1 - gamma) Q(x, 1)`` for visited states.
     """
 
     name = "whittle"
