@@ -28,7 +28,6 @@ import logging
 import re
 import threading
 import warnings
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -47,7 +46,7 @@ from bs4.element import (
 )
 from lxml import etree
 
-from oasis.urls import InvalidURL, canonicalize
+from oasis.urls import MAX_URL_LENGTH, InvalidURL, canonicalize
 from oasis.web.model import Link, Page
 
 logger = logging.getLogger(__name__)
@@ -139,13 +138,23 @@ def resolve_link(href: str, base: str) -> str | None:
         return None
     try:
         absolute = urljoin(base, href) if base else href
-        return _canonical(absolute)
+        return _canonical(_cache_key(absolute))
     except (InvalidURL, ValueError):
         return None
 
 
 # canonicalize() is pure and costs ~60 us; navigation links repeat on every page of a site.
 _canonical = lru_cache(maxsize=16384)(canonicalize)
+
+
+def _cache_key(absolute: str) -> str:
+    """``absolute`` without its fragment when that cannot change ``canonicalize``'s answer (it drops the
+    fragment; only its length limit and its ``strip()`` see it), so ``x.html#a`` and ``x.html#b`` share one
+    cache entry."""
+    key, hash_mark, _ = absolute.partition("#")
+    if hash_mark and key.strip() and key == key.rstrip() and len(absolute.strip()) <= MAX_URL_LENGTH:
+        return key
+    return absolute
 
 
 def parse_html(
@@ -269,19 +278,17 @@ def _lxml_parser() -> Any:
     return parser
 
 
-def _strings(node: Any) -> Iterable[str]:
-    """The strings bs4's ``get_text()`` yields for ``node``: descendants' text in document order, without
-    comments and without anything inside a string container (script, style, template, rt, rp)."""
-    for ancestor in node.iterancestors():
-        if ancestor.tag in _STRING_CONTAINERS:
-            return
-    if node.text:
-        yield node.text
+def _strings(node: Any) -> list[str]:
+    """The strings bs4's ``get_text()`` yields for ``node`` (not inside a string container itself): its
+    descendants' text in document order, without comments and without string containers' content."""
+    if not len(node):  # a leaf: most anchors and every title
+        return [node.text] if node.text else []
+    out = [node.text] if node.text else []
     stack: list[Any] = list(reversed(node))  # elements to enter, and str tails to emit
     while stack:
         child = stack.pop()
         if type(child) is str:
-            yield child
+            out.append(child)
             continue
         if child.tail:
             stack.append(child.tail)  # popped after the child's subtree
@@ -290,6 +297,10 @@ def _strings(node: Any) -> Iterable[str]:
             stack.extend(reversed(child))
             if child.text:
                 stack.append(child.text)
+    return out
+
+
+_WANTED = (*sorted(_LXML_INVISIBLE), "a", "area", "base", "link", "meta", "rt", "rp")
 
 
 def _walk_lxml(markup: str) -> _Walked | None:
@@ -305,33 +316,36 @@ def _walk_lxml(markup: str) -> _Walked | None:
     out = _Walked(raw_links=[], pieces=[])
     if root is None:
         return out if not markup.strip() else None
+    # Comments before <html> and content after </html> are siblings of the root element.
+    for top in (*reversed(list(root.itersiblings(preceding=True))), root, *root.itersiblings()):
+        if isinstance(top.tag, str):
+            _collect(top, out)
+    return out
+
+
+def _collect(top: Any, out: _Walked) -> None:
+    """The elements that matter, in document order (found by libxml2, not by a Python walk), then the
+    visible text: every string outside the invisible elements, as ``itertext()`` yields them once those are
+    emptied."""
     raw_links, pieces = out.raw_links, out.pieces
     assert raw_links is not None and pieces is not None
-    # Comments before <html> and content after </html> are siblings of the root element.
-    top = [*reversed(list(root.itersiblings(preceding=True))), root, *root.itersiblings()]
-    stack: list[Any] = list(reversed(top))  # elements to enter, and str tails to emit
-    while stack:
-        node = stack.pop()
-        if type(node) is str:
-            pieces.append(node)
+    hidden: set[Any] = set()  # inside an invisible element: never seen by the walk
+    ruby: set[Any] = set()  # inside <rt>/<rp>: bs4's get_text() is empty there
+    invisible: list[Any] = []
+    for node in list(top.iter(*_WANTED)):
+        if node in hidden:
             continue
-        tail = node.tail
-        if tail:
-            stack.append(tail)  # popped after the element's subtree
         name = node.tag
-        if not isinstance(name, str):  # comment, processing instruction, entity: not text
-            continue
         if name in _LXML_INVISIBLE:
-            if name == "title" and not out.title:
+            invisible.append(node)
+            hidden.update(node.iterdescendants(*_WANTED))
+            if name == "title" and not out.title and node not in ruby:
                 out.title = collapse_whitespace(" ".join(_strings(node)))[:MAX_TITLE_CHARS]
-            continue
-        if name == "a" or name == "area":
+        elif name == "a" or name == "area":
             href = node.get("href")
             if href is not None:
-                anchor = collapse_whitespace(" ".join(_strings(node))) or collapse_whitespace(
-                    node.get("title") or ""
-                )
-                raw_links.append((href, anchor))
+                anchor = "" if node in ruby else collapse_whitespace(" ".join(_strings(node)))
+                raw_links.append((href, anchor or collapse_whitespace(node.get("title") or "")))
         elif name == "base":
             if out.base_href is None:
                 out.base_href = node.get("href")
@@ -340,12 +354,12 @@ def _walk_lxml(markup: str) -> _Walked | None:
                 out.link(node.get("rel"), node.get("href"))
         elif name == "meta":
             out.meta(node.get("name"), node.get("content"))
-        children = list(node)
-        if children:
-            stack.extend(reversed(children))
-        if node.text:
-            stack.append(node.text)
-    return out
+        else:  # rt, rp
+            ruby.update(node.iterdescendants("a", "area", "title"))
+    for node in invisible:  # keep the tail: it is the visible text after the element
+        node.text = None
+        del node[:]
+    pieces.extend(top.itertext())
 
 
 def _finish(walked: _Walked, base_url: str, used: str, truncated: bool) -> ParsedPage:
