@@ -46,15 +46,23 @@ import heapq
 import logging
 import os
 import random
+import re
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from oasis.robot.scheduling.equations import q_update, reward
+from oasis.robot.scheduling.equations import q_update_summed, reward, whittle_index
 from oasis.robot.scheduling.frontier import Frontier
 from oasis.robot.scheduling.qtable import QTable
-from oasis.robot.scheduling.state import STATE_NAMES, DiscoveryContext, make_state_extractor
+from oasis.robot.scheduling.state import (
+    STATE_NAMES,
+    DiscoveryContext,
+    GeneralisingState,
+    ParentIdentityState,
+    UrlIdentityState,
+    make_state_extractor,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -165,18 +173,14 @@ class RequestController(Protocol):
     def load_q(self, path: str | os.PathLike[str]) -> None: ...
 
 
+_HOST_SEARCH = re.compile(r"//([^/?#]*)").search
+
+
 def _host(url: str) -> str:
-    """``host[:port]`` of an absolute URL (the unit of politeness); a fast split for canonical URLs."""
-    start = url.find("//")
-    if start < 0:
-        return ""
-    start += 2
-    end = len(url)
-    for sep in "/?#":
-        i = url.find(sep, start)
-        if 0 <= i < end:
-            end = i
-    return url[start:end]
+    """``host[:port]`` of an absolute URL (the unit of politeness): what follows the first ``//`` up to the
+    first ``/``, ``?`` or ``#``; "" without ``//``. A fast split for canonical URLs."""
+    found = _HOST_SEARCH(url)
+    return found.group(1) if found is not None else ""
 
 
 class _Controller:
@@ -227,7 +231,9 @@ class _Controller:
         self._ids[url] = doc
         self._urls.append(url)
         self._status.append(0)
-        self._host_id.append(self._host_index(_host(url)))
+        host = _host(url)
+        hid = self._host_ids.get(host)
+        self._host_id.append(hid if hid is not None else self._host_index(host))
         self._rel.append(0.0)
         self._parent_rel.append(parent_rel)
         self._depth.append(depth)
@@ -242,6 +248,13 @@ class _Controller:
 
     def _enqueue(self, doc: int, ctx: DiscoveryContext) -> None:
         raise NotImplementedError
+
+    def _enqueue_link(
+        self, doc: int, url: str, parent_url: str, parent_rel: float, anchor_rel: float, depth: int
+    ) -> None:
+        """Queue a document that a retrieved page just discovered (``_enqueue`` with its context)."""
+        host = self._hosts[self._host_id[doc]]
+        self._enqueue(doc, DiscoveryContext(url, parent_url, parent_rel, anchor_rel, depth, host))
 
     def _pop_fringe(self, host_ready: Callable[[int], bool] | None) -> int | None:
         raise NotImplementedError
@@ -283,16 +296,21 @@ class _Controller:
             def ready(hid: int) -> bool:
                 return outer(hosts[hid])
 
-        self._rekey_recrawl(now)
+        choose: Callable[[Callable[[int], bool] | None], int | None]
+        if self.recrawl_index is None:
+            choose = self._pop_fringe
+        else:
+            self._rekey_recrawl(now)
+            choose = self._choose
         out: list[str] = []
-        status = self._status
+        status, urls = self._status, self._urls
         while len(out) < m:
-            doc = self._choose(ready)
+            doc = choose(ready)
             if doc is None:
                 break
             status[doc] = _FLIGHT if status[doc] == _FRINGE else _RECRAWL_FLIGHT
             self._flight += 1
-            out.append(self._urls[doc])
+            out.append(urls[doc])
         return out
 
     def _choose(self, ready: Callable[[int], bool] | None) -> int | None:
@@ -342,17 +360,14 @@ class _Controller:
             depth = self._depth[doc] + 1
             ids_get = self._ids.get
             status = self._status
-            new_doc, enqueue, hosts, host_id = self._new_doc, self._enqueue, self._hosts, self._host_id
+            new_doc, enqueue_link = self._new_doc, self._enqueue_link
             for link in outcome.links:
                 url = link.url
                 child = ids_get(url)
                 if child is None:
                     child = new_doc(url, r_new, depth)
                     status[child] = _FRINGE
-                    ctx = DiscoveryContext(
-                        url, parent_url, r_new, link.anchor_relevance, depth, hosts[host_id[child]]
-                    )
-                    enqueue(child, ctx)
+                    enqueue_link(child, url, parent_url, r_new, link.anchor_relevance, depth)
                     added.append(child)
                 elif status[child] == _FRINGE and child != doc:
                     self._rediscovered(child, r_new)
@@ -642,7 +657,13 @@ class WhittleController(_Controller):
         self.extract = make_state_extractor(
             cfg.state, relevance_bins=cfg.relevance_bins, anchor_bins=cfg.anchor_bins, max_depth=cfg.max_depth
         )
-        self._groups = Frontier()  # group id -> v(x) (host readiness is checked inside the group)
+        # the queue of groups: a lazy max-heap of (-v(x), seq, group id) with, per group, the seq and v(x) of
+        # its valid entry (seq 0: not queued). Same order as a Frontier on one host (ties FIFO; re-pushing an
+        # unchanged v(x) keeps the group's place), without its per-host layer and per-item dicts.
+        self._gheap: list[tuple[float, int, int]] = []
+        self._gseq = array("q")
+        self._gkey = array("d")
+        self._hseq = 0
         self._gid: dict[str, int] = {}
         self._gstate: list[str] = []
         self._glive: list[int] = []
@@ -658,6 +679,68 @@ class WhittleController(_Controller):
         self._explore = cfg.epsilon > 0.0
         self._fringe_arr: list[int] = []
         self._fringe_pos: dict[int, int] = {}
+        self._link_state = self._link_state_function()
+
+    def _link_state_function(self) -> Callable[[int, str, str, float, float, int], str]:
+        """``state(doc, url, parent_url, parent_rel, anchor_rel, depth)``: ``self.extract`` of a discovered
+        document's context, without building the context for the built-in extractors."""
+        extract = self.extract
+        if isinstance(extract, GeneralisingState) and not extract.use_host:
+            key = extract.keyer()
+
+            def generalising(doc: int, url: str, parent_url: str, pr: float, ar: float, depth: int) -> str:
+                return key(pr, ar, depth)
+
+            return generalising
+        if isinstance(extract, ParentIdentityState):
+            last = ["", ""]  # the children of one page share one key string
+
+            def parent(doc: int, url: str, parent_url: str, pr: float, ar: float, depth: int) -> str:
+                if parent_url != last[0]:
+                    last[0], last[1] = parent_url, "p:" + parent_url
+                return last[1]
+
+            return parent
+        if isinstance(extract, UrlIdentityState):
+
+            def own(doc: int, url: str, parent_url: str, pr: float, ar: float, depth: int) -> str:
+                return "u:" + url
+
+            return own
+        hosts, host_id = self._hosts, self._host_id
+
+        def generic(doc: int, url: str, parent_url: str, pr: float, ar: float, depth: int) -> str:
+            return extract(DiscoveryContext(url, parent_url, pr, ar, depth, hosts[host_id[doc]]))
+
+        return generic
+
+    # -- the queue of groups ---------------------------------------------------------------------------
+
+    def _gpush(self, gid: int, v: float) -> None:
+        """Queue group ``gid`` with index ``v`` (or re-key it; an unchanged index keeps its place)."""
+        gseq = self._gseq
+        if gseq[gid] and self._gkey[gid] == v:
+            return
+        self._hseq += 1
+        seq = self._hseq
+        gseq[gid] = seq
+        self._gkey[gid] = v
+        heap = self._gheap
+        heapq.heappush(heap, (-v, seq, gid))
+        if len(heap) > 2 * len(gseq) + 1024:  # stale entries: drop them (in place, O(groups))
+            gkey = self._gkey
+            heap[:] = [(-gkey[g], q, g) for g, q in enumerate(gseq) if q]
+            heapq.heapify(heap)
+
+    def _gpeek(self) -> float | None:
+        """v(x) of the best queued group."""
+        heap, gseq = self._gheap, self._gseq
+        while heap:
+            neg, seq, gid = heap[0]
+            if gseq[gid] == seq:
+                return -neg
+            heapq.heappop(heap)
+        return None
 
     def _new_doc(self, url: str, parent_rel: float, depth: int) -> int:
         doc = super()._new_doc(url, parent_rel, depth)
@@ -681,7 +764,8 @@ class WhittleController(_Controller):
 
     def _fringe_order(self) -> list[int]:
         out: list[int] = []
-        for gid in self._groups.ordered():
+        gkey = self._gkey
+        for _, _, gid in sorted((-gkey[g], q, g) for g, q in enumerate(self._gseq) if q):
             out += self._live_docs(gid)
         return out + [d for d, s in enumerate(self._status) if s == _FLIGHT]
 
@@ -693,8 +777,8 @@ class WhittleController(_Controller):
     def _fringe_value(self) -> float:
         # the learned index of the best group; before the Q-table knows anything, the mean first-retrieval
         # reward so far (the expected immediate reward of a fringe fetch) is the floor
-        top = self._groups.peek()
-        return max(top[1] if top is not None else 0.0, super()._fringe_value())
+        top = self._gpeek()
+        return max(top if top is not None else 0.0, super()._fringe_value())
 
     def _add_to_group(self, doc: int, state: str) -> None:
         gid = self._gid.get(state)
@@ -704,6 +788,8 @@ class WhittleController(_Controller):
             self._gstate.append(state)
             self._glive.append(0)
             self._ghosts.append({})
+            self._gseq.append(0)
+            self._gkey.append(0.0)
         h = self._host_id[doc]
         hosts = self._ghosts[gid]
         heap = hosts.get(h)
@@ -712,10 +798,11 @@ class WhittleController(_Controller):
             hosts[h] = heap  # dict order is the round-robin order of the group's hosts
         self._seq += 1
         heapq.heappush(heap, (-self._tie[doc], self._seq, doc))
-        self._glive[gid] += 1
+        live = self._glive[gid] + 1
+        self._glive[gid] = live
         self._fringe_n += 1
-        if self._glive[gid] == 1:
-            self._groups.push(gid, self.q.index(state))
+        if live == 1:
+            self._gpush(gid, self.q.index(state))
         if self._explore:
             self._fringe_pos[doc] = len(self._fringe_arr)
             self._fringe_arr.append(doc)
@@ -737,6 +824,25 @@ class WhittleController(_Controller):
         self._doc_state_list[doc] = state
         self._add_to_group(doc, state)
 
+    def _enqueue_link(
+        self, doc: int, url: str, parent_url: str, parent_rel: float, anchor_rel: float, depth: int
+    ) -> None:
+        # _enqueue(doc, DiscoveryContext(url, parent_url, parent_rel, anchor_rel, depth, host)), no context
+        state = self._link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
+        self._tie[doc] = parent_rel + anchor_rel
+        q = self.q
+        if self._hybrid:
+            self._aux[doc] = state
+            own = "u:" + url
+            if own in q:
+                state = own
+        if self._prior and state not in q:
+            # prior Q(x, 1) = parent relevance, Q(x, 0) = gamma Q(x, 1) (as in _enqueue; in hybrid the queue
+            # key is the generalising one here, so there is no second key to seed)
+            q.seed(state, self.config.gamma * parent_rel, parent_rel)
+        self._doc_state_list[doc] = state
+        self._add_to_group(doc, state)
+
     def _requeue(self, doc: int) -> None:
         state = self._doc_state_list[doc]
         assert state is not None
@@ -754,7 +860,7 @@ class WhittleController(_Controller):
         self._glive[gid] -= 1
         self._fringe_n -= 1
         if self._glive[gid] == 0:
-            self._groups.remove(gid)
+            self._gseq[gid] = 0  # no longer queued
             self._ghosts[gid].clear()
         if self._explore:
             pos = self._fringe_pos.pop(doc)
@@ -770,6 +876,18 @@ class WhittleController(_Controller):
         """The next live document of group ``gid`` on a ready host (round robin over its hosts)."""
         hosts = self._ghosts[gid]
         status, states, want = self._status, self._doc_state_list, self._gstate[gid]
+        if host_ready is None:  # the same walk as below, without copying the group's host list
+            while hosts:
+                h = next(iter(hosts))
+                heap = hosts.pop(h)
+                while heap:
+                    doc = heapq.heappop(heap)[2]
+                    if status[doc] == _FRINGE and states[doc] == want:
+                        if heap:
+                            hosts[h] = heap
+                        self._taken(doc)
+                        return doc
+            return None
         for h in list(hosts):  # round robin: a host that served moves to the end of the dict
             if host_ready is not None and not host_ready(h):
                 continue
@@ -792,27 +910,29 @@ class WhittleController(_Controller):
                 return doc
         aside: list[int] = []
         found: int | None = None
-        while True:
-            gid = self._groups.pop()
-            if gid is None:
-                break
+        heap, gseq, glive = self._gheap, self._gseq, self._glive
+        while heap:
+            _, seq, gid = heapq.heappop(heap)
+            if gseq[gid] != seq:
+                continue  # stale entry
+            gseq[gid] = 0  # popped
             picked = self._take_from(gid, host_ready)
             if picked is None:
-                if self._glive[gid] > 0:
+                if glive[gid] > 0:
                     aside.append(gid)  # every host of this state is blocked right now
                 continue
-            if self._glive[gid] > 0:
-                self._groups.push(gid, self.q.index(self._gstate[gid]))
+            if glive[gid] > 0:
+                self._gpush(gid, self.q.index(self._gstate[gid]))
             found = picked
             break
         for gid in aside:
-            self._groups.push(gid, self.q.index(self._gstate[gid]))
+            self._gpush(gid, self.q.index(self._gstate[gid]))
         return found
 
     def _rekey_state(self, state: str) -> None:
         gid = self._gid.get(state)
         if gid is not None and self._glive[gid] > 0:
-            self._groups.push(gid, self.q.index(state))
+            self._gpush(gid, self.q.index(state))
 
     def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
         cfg = self.config
@@ -822,23 +942,33 @@ class WhittleController(_Controller):
         if state is None:  # reported without ever being queued (redirect target): nothing to credit
             return
         q = self.q
+        rows, q_init = q.rows(), q.q_init  # state -> [Q(x,0), Q(x,1), visits]; missing rows read q_init
         q_next = q.value(RETRIEVED_STATE) if self.recrawl_index is not None else 0.0
         child_states = self._doc_state_list
-        bonus = [q.value(child_states[c]) for c in children]  # type: ignore[arg-type]
-        states = [state]
+        bonus = 0.0  # sum_j max_u Q(x^j, u) over the newly discovered children, in order (as q_update sums)
+        for c in children:
+            crow = rows.get(child_states[c])  # type: ignore[arg-type]
+            bonus += q_init if crow is None else max(crow[0], crow[1])
+        states: tuple[str, ...] = (state,)
         if self._hybrid and was_fringe:
             # learn the URL's own entry and the generalising one from the same sample
-            states = list(dict.fromkeys(x for x in ("u:" + self._urls[doc], self._aux[doc]) if x is not None))
+            own, aux = "u:" + self._urls[doc], self._aux[doc]
+            states = (own,) if aux is None or aux == own else (own, aux)
+        alpha, alpha_passive, gamma = cfg.alpha, cfg.alpha_passive, cfg.gamma
+        gids, glive = self._gid, self._glive
         for x in states:
+            row = rows.get(x)
+            if row is None:
+                row = rows[x] = [q_init, q_init, 0.0]  # as QTable.set
             # Eq. 10, active control, with the child-discovery bonus
-            q.set(x, 1, q_update(q.get(x, 1), g, q_next, bonus, alpha=cfg.alpha, gamma=cfg.gamma))
+            row[1] = q_update_summed(row[1], g, q_next, bonus, alpha, gamma)
+            row[2] += 1.0
             if was_fringe:
                 # Eq. 10, passive control: reward 0, same state, next control active
-                passive = q_update(
-                    q.get(x, 0), 0.0, q.get(x, 1), (), alpha=cfg.alpha_passive, gamma=cfg.gamma
-                )
-                q.set(x, 0, passive)
-                self._rekey_state(x)
+                row[0] = q_update_summed(row[0], 0.0, row[1], 0.0, alpha_passive, gamma)
+                gid = gids.get(x)
+                if gid is not None and glive[gid] > 0:
+                    self._gpush(gid, whittle_index(row[1], row[0]))  # Eq. 9: re-key the state's group
 
     # -- Q-table persistence ---------------------------------------------------------------------------
 

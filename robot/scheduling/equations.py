@@ -49,6 +49,14 @@ def q_update(
     bonus = 0.0
     for value in q_children:
         bonus += value
+    return q_update_summed(q, g, q_next, bonus, alpha, gamma)
+
+
+def q_update_summed(q: float, g: float, q_next: float, bonus: float, alpha: float, gamma: float) -> float:
+    """Eq. 10 (papers/004) with ``bonus`` = the children's values already summed (in order, from 0.0), and
+    no parameter checks: the controller's hot path, with alpha and gamma validated once by its config.
+    ``q_update`` computes through this function, so both give the same bits."""
+    # Eq. 10 (papers/004): Q := (1 - alpha) Q + alpha (g + gamma (Q(x', u') + sum_j Q(x^j, u^j)))
     return (1.0 - alpha) * q + alpha * (g + gamma * (q_next + bonus))
 
 

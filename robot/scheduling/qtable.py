@@ -57,6 +57,11 @@ class QTable:
         if u:
             row[2] += 1.0
 
+    def rows(self) -> dict[str, list[float]]:
+        """The live table, ``state -> [Q(x,0), Q(x,1), visits]``, for the controller's hot path (a missing
+        state reads as ``q_init``; :meth:`set` creates ``[q_init, q_init, 0.0]``). Mutate with care."""
+        return self._q
+
     def seed(self, state: str, q_passive: float, q_active: float) -> None:
         """Initial values for a state the table does not know yet (a prior); no-op for known states."""
         if state not in self._q:
