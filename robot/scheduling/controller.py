@@ -197,7 +197,9 @@ class _Controller:
         self._ids: dict[str, int] = {}
         self._urls: list[str] = []
         self._status = bytearray()
-        # per-document facts in compact typed arrays (8 or 4 bytes per document)
+        # per-document facts in compact typed arrays (8 or 4 bytes per document), allocated ahead in zeroed
+        # blocks (``_grow``): their length is the capacity ``_cap``; documents are 0 .. len(_urls) - 1
+        self._cap = 0
         self._host_id = array("i")
         self._rel = array("d")  # r_k(i): last relevance score (0 until retrieved)
         self._parent_rel = array("d")
@@ -228,21 +230,33 @@ class _Controller:
 
     def _new_doc(self, url: str, parent_rel: float, depth: int) -> int:
         doc = len(self._urls)
+        if doc == self._cap:
+            self._grow(max(1024, doc >> 3))
         self._ids[url] = doc
         self._urls.append(url)
         self._status.append(0)
         host = _host(url)
         hid = self._host_ids.get(host)
-        self._host_id.append(hid if hid is not None else self._host_index(host))
-        self._rel.append(0.0)
-        self._parent_rel.append(parent_rel)
-        self._depth.append(depth)
-        self._key.append(0.0)
-        self._fetches.append(0)
-        self._changes.append(0)
-        self._first_fetch.append(0.0)
-        self._last_fetch.append(0.0)
-        return doc
+        self._host_id[doc] = hid if hid is not None else self._host_index(host)
+        self._parent_rel[doc] = parent_rel
+        self._depth[doc] = depth
+        return doc  # r_k, key, fetches, changes, first/last fetch start at 0
+
+    def _grow(self, extra: int) -> None:
+        """Add ``extra`` zeroed slots to every per-document array."""
+        for column in (
+            self._host_id,
+            self._rel,
+            self._parent_rel,
+            self._depth,
+            self._key,
+            self._fetches,
+            self._changes,
+            self._first_fetch,
+            self._last_fetch,
+        ):
+            column.frombytes(bytes(extra * column.itemsize))
+        self._cap += extra
 
     # -- the policy-specific part ----------------------------------------------------------------------
 
@@ -327,39 +341,39 @@ class _Controller:
         return doc
 
     def report(self, outcome: FetchOutcome, now: float) -> list[str]:
-        if outcome.relevance < 0:
-            raise ValueError(f"relevance must be >= 0, got {outcome.relevance} for {outcome.url}")
-        doc = self._ids.get(outcome.url)
+        parent_url, r_new = outcome.url, outcome.relevance
+        if r_new < 0:
+            raise ValueError(f"relevance must be >= 0, got {r_new} for {parent_url}")
+        status = self._status
+        doc = self._ids.get(parent_url)
         if doc is None:  # e.g. a redirect target the controller never queued
-            doc = self._new_doc(outcome.url, 0.0, 0)
-            self._status[doc] = _FLIGHT
+            doc = self._new_doc(parent_url, 0.0, 0)
+            status[doc] = _FLIGHT
             self._flight += 1
-        st = self._status[doc]
+        st = status[doc]
         if st in (_FLIGHT, _RECRAWL_FLIGHT):
             self._flight -= 1
         elif st == _FRINGE:
             self._remove_fringe(doc)
         elif st == _RETRIEVED:
             self._recrawl.remove(doc)
-        was_fringe = self._fetches[doc] == 0 and st in (_FLIGHT, _FRINGE)
+        fetches = self._fetches[doc]
+        was_fringe = fetches == 0 and st in (_FLIGHT, _FRINGE)
         kind = outcome.kind
         if was_fringe and kind in ("modified", "unchanged"):
             kind = "new"
         if kind == "error":
-            self._status[doc] = _GONE
+            status[doc] = _GONE
             return []
-        r_k = self._rel[doc]
-        g = reward(kind, r_k, outcome.relevance)
+        g = reward(kind, self._rel[doc], r_new)  # Eq. 11 with r_k = the last relevance score
         if was_fringe and kind == "new":
             self._reward_sum += g
             self._reward_n += 1
         added: list[int] = []
+        added_urls: list[str] = []
         if kind != "deleted":
-            parent_url = outcome.url
-            r_new = outcome.relevance
             depth = self._depth[doc] + 1
             ids_get = self._ids.get
-            status = self._status
             new_doc, enqueue_link = self._new_doc, self._enqueue_link
             for link in outcome.links:
                 url = link.url
@@ -369,23 +383,24 @@ class _Controller:
                     status[child] = _FRINGE
                     enqueue_link(child, url, parent_url, r_new, link.anchor_relevance, depth)
                     added.append(child)
+                    added_urls.append(url)
                 elif status[child] == _FRINGE and child != doc:
                     self._rediscovered(child, r_new)
         self._learn(doc, was_fringe, g, added)
         if kind == "deleted":
-            self._status[doc] = _GONE
+            status[doc] = _GONE
         else:
-            self._status[doc] = _RETRIEVED
-            self._rel[doc] = outcome.relevance
-            if self._fetches[doc] == 0:
+            status[doc] = _RETRIEVED
+            self._rel[doc] = r_new
+            if fetches == 0:
                 self._first_fetch[doc] = now
-            self._fetches[doc] += 1
+            self._fetches[doc] = fetches + 1
             if kind == "modified":
                 self._changes[doc] += 1
             self._last_fetch[doc] = now
             if self.recrawl_index is not None:
                 self._push_recrawl(doc, now)
-        return [self._urls[c] for c in added]
+        return added_urls
 
     def defer(self, url: str) -> None:
         doc = self._ids.get(url)
@@ -680,6 +695,10 @@ class WhittleController(_Controller):
         self._fringe_arr: list[int] = []
         self._fringe_pos: dict[int, int] = {}
         self._link_state = self._link_state_function()
+        # the generalising key without a context object (generalising and hybrid states), else None
+        self._gen_key: Callable[[float, float, int], str] | None = None
+        if isinstance(self.extract, GeneralisingState) and not self.extract.use_host:
+            self._gen_key = self.extract.keyer()
 
     def _link_state_function(self) -> Callable[[int, str, str, float, float, int], str]:
         """``state(doc, url, parent_url, parent_rel, anchor_rel, depth)``: ``self.extract`` of a discovered
@@ -742,13 +761,12 @@ class WhittleController(_Controller):
             heapq.heappop(heap)
         return None
 
-    def _new_doc(self, url: str, parent_rel: float, depth: int) -> int:
-        doc = super()._new_doc(url, parent_rel, depth)
-        self._doc_state_list.append(None)
-        self._tie.append(parent_rel)
+    def _grow(self, extra: int) -> None:
+        super()._grow(extra)
+        self._doc_state_list.extend([None] * extra)
+        self._tie.frombytes(bytes(extra * self._tie.itemsize))  # set when the document is queued
         if self._hybrid:
-            self._aux.append(None)
-        return doc
+            self._aux.extend([None] * extra)
 
     def _doc_state(self, doc: int) -> str | None:
         return self._doc_state_list[doc]
@@ -828,15 +846,20 @@ class WhittleController(_Controller):
         self, doc: int, url: str, parent_url: str, parent_rel: float, anchor_rel: float, depth: int
     ) -> None:
         # _enqueue(doc, DiscoveryContext(url, parent_url, parent_rel, anchor_rel, depth, host)), no context
-        state = self._link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
+        gen_key = self._gen_key
+        if gen_key is not None:
+            state = gen_key(parent_rel, anchor_rel, depth)
+        else:
+            state = self._link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
         self._tie[doc] = parent_rel + anchor_rel
         q = self.q
+        rows = q.rows()
         if self._hybrid:
             self._aux[doc] = state
             own = "u:" + url
-            if own in q:
+            if own in rows:
                 state = own
-        if self._prior and state not in q:
+        if self._prior and state not in rows:
             # prior Q(x, 1) = parent relevance, Q(x, 0) = gamma Q(x, 1) (as in _enqueue; in hybrid the queue
             # key is the generalising one here, so there is no second key to seed)
             q.seed(state, self.config.gamma * parent_rel, parent_rel)
@@ -850,6 +873,7 @@ class WhittleController(_Controller):
 
     def _restore_fringe(self, doc: int, dstate: str | None) -> None:
         self._doc_state_list[doc] = dstate if dstate is not None else "seed"
+        self._tie[doc] = self._parent_rel[doc]  # the tie-break key of a restored document: parent relevance
         self._requeue(doc)
 
     def _taken(self, doc: int) -> None:
@@ -863,11 +887,15 @@ class WhittleController(_Controller):
             self._gseq[gid] = 0  # no longer queued
             self._ghosts[gid].clear()
         if self._explore:
-            pos = self._fringe_pos.pop(doc)
-            last = self._fringe_arr.pop()
-            if last != doc:
-                self._fringe_arr[pos] = last
-                self._fringe_pos[last] = pos
+            self._explore_drop(doc)
+
+    def _explore_drop(self, doc: int) -> None:
+        """Remove a document from the array of fringe documents (epsilon exploration)."""
+        pos = self._fringe_pos.pop(doc)
+        last = self._fringe_arr.pop()
+        if last != doc:
+            self._fringe_arr[pos] = last
+            self._fringe_pos[last] = pos
 
     def _remove_fringe(self, doc: int) -> None:
         self._taken(doc)
@@ -885,7 +913,15 @@ class WhittleController(_Controller):
                     if status[doc] == _FRINGE and states[doc] == want:
                         if heap:
                             hosts[h] = heap
-                        self._taken(doc)
+                        # self._taken(doc), with the group known
+                        live = self._glive[gid] - 1
+                        self._glive[gid] = live
+                        self._fringe_n -= 1
+                        if live == 0:
+                            self._gseq[gid] = 0
+                            hosts.clear()
+                        if self._explore:
+                            self._explore_drop(doc)
                         return doc
             return None
         for h in list(hosts):  # round robin: a host that served moves to the end of the dict
@@ -912,17 +948,25 @@ class WhittleController(_Controller):
         found: int | None = None
         heap, gseq, glive = self._gheap, self._gseq, self._glive
         while heap:
-            _, seq, gid = heapq.heappop(heap)
+            _, seq, gid = heap[0]  # the best entry; popped below (nothing else touches the heap meanwhile)
             if gseq[gid] != seq:
-                continue  # stale entry
+                heapq.heappop(heap)  # stale entry
+                continue
             gseq[gid] = 0  # popped
             picked = self._take_from(gid, host_ready)
             if picked is None:
+                heapq.heappop(heap)
                 if glive[gid] > 0:
                     aside.append(gid)  # every host of this state is blocked right now
                 continue
-            if glive[gid] > 0:
-                self._gpush(gid, self.q.index(self._gstate[gid]))
+            if glive[gid] > 0:  # back in the queue: _gpush of a group that is not queued, in the popped slot
+                v = self.q.index(self._gstate[gid])
+                self._hseq += 1
+                gseq[gid] = self._hseq
+                self._gkey[gid] = v
+                heapq.heapreplace(heap, (-v, self._hseq, gid))
+            else:
+                heapq.heappop(heap)
             found = picked
             break
         for gid in aside:
