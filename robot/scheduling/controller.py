@@ -48,6 +48,7 @@ import os
 import random
 import re
 from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -683,7 +684,7 @@ class WhittleController(_Controller):
         self._gstate: list[str] = []
         self._glive: list[int] = []
         # per group: host -> heap of (-tie-break key, seq, doc); the key orders documents that share an index
-        self._ghosts: list[dict[int, list[tuple[float, int, int]]]] = []
+        self._ghosts: list[OrderedDict[int, list[tuple[float, int, int]]]] = []
         self._tie = array("d")  # per document: parent relevance + anchor relevance at discovery
         self._doc_state_list: list[str | None] = []
         self._hybrid = cfg.state == "hybrid"
@@ -805,7 +806,7 @@ class WhittleController(_Controller):
             self._gid[state] = gid
             self._gstate.append(state)
             self._glive.append(0)
-            self._ghosts.append({})
+            self._ghosts.append(OrderedDict())  # O(1) rotation to the back however many hosts it has
             self._gseq.append(0)
             self._gkey.append(0.0)
         h = self._host_id[doc]

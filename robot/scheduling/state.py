@@ -107,18 +107,33 @@ class GeneralisingState:
         if self.use_host:
             raise ValueError("keyer() leaves out the host; call the extractor for generalising-host")
         rbins, abins, max_depth = self.relevance_bins, self.anchor_bins, self.max_depth
-        rtop, atop = rbins - 1, abins - 1
+        rtop, atop, cells = rbins - 1, abins - 1, max_depth + 1
         sqrt = math.sqrt
-        cache: dict[tuple[int, int, int], str] = {}
+        size = rbins * abins * cells
+        table: list[str | None] = [None] * (size if size <= 1 << 16 else 0)
 
         def key(parent_relevance: float, anchor_relevance: float, depth: int) -> str:
-            # the arithmetic of relevance_bin and min(depth, max_depth), inlined
-            pr = min(int(sqrt(min(max(parent_relevance, 0.0), 1.0)) * rbins), rtop)
-            ar = min(int(sqrt(min(max(anchor_relevance, 0.0), 1.0)) * abins), atop)
-            cell = (pr, ar, min(depth, max_depth))
-            found = cache.get(cell)
+            # relevance_bin and min(depth, max_depth), inlined: the clamp to [0, 1] is skipped where it would
+            # return its argument; the bin is capped as min(int(...), bins - 1) does
+            if 0.0 <= parent_relevance <= 1.0:
+                pr = int(sqrt(parent_relevance) * rbins)
+            else:
+                pr = int(sqrt(min(max(parent_relevance, 0.0), 1.0)) * rbins)
+            if pr > rtop:
+                pr = rtop
+            if 0.0 <= anchor_relevance <= 1.0:
+                ar = int(sqrt(anchor_relevance) * abins)
+            else:
+                ar = int(sqrt(min(max(anchor_relevance, 0.0), 1.0)) * abins)
+            if ar > atop:
+                ar = atop
+            d = depth if depth < max_depth else max_depth
+            if d < 0 or not table:
+                return generalising_key(pr, ar, d)
+            cell = (pr * abins + ar) * cells + d
+            found = table[cell]
             if found is None:
-                found = cache[cell] = generalising_key(*cell)
+                found = table[cell] = generalising_key(pr, ar, d)
             return found
 
         return key
