@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from oasis.freshness.ephemeral import Model
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 
 def _plt():  # type: ignore[no-untyped-def]
@@ -20,6 +25,23 @@ def _plt():  # type: ignore[no-untyped-def]
     return plt
 
 
+def _finish(
+    fig: Figure, ax: Axes, path: Path, *, xlabel: str, ylabel: str, title: str, legend_fontsize: int | None
+) -> Path:
+    """Label the axes, add the legend, write the PNG at 80 dpi and close the figure."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if legend_fontsize is None:
+        ax.legend()
+    else:
+        ax.legend(fontsize=legend_fontsize)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    _plt().close(fig)
+    return path
+
+
 def content_value(model: Model, path: Path, *, horizon: float = 10.0) -> Path:
     """papers/002 Figure 1: an item's expected utility xi-bar_i exp(-mu_i t)."""
     plt = _plt()
@@ -27,14 +49,15 @@ def content_value(model: Model, path: Path, *, horizon: float = 10.0) -> Path:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for i, s in enumerate(model.sources):
         ax.plot(t, s.xi * np.exp(-s.mu * t), label=f"source {i + 1}")
-    ax.set_xlabel("time since publication")
-    ax.set_ylabel("expected utility")
-    ax.set_title("Content value over time (papers/002 Fig. 1)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _finish(
+        fig,
+        ax,
+        path,
+        xlabel="time since publication",
+        ylabel="expected utility",
+        title="Content value over time (papers/002 Fig. 1)",
+        legend_fontsize=None,
+    )
 
 
 def state_trajectories(
@@ -49,14 +72,15 @@ def state_trajectories(
         (line,) = ax.plot(t, X[:n, i], marker=".", label=f"source {i + 1}")
         c = np.flatnonzero(crawled[:n, i])
         ax.plot(c, X[c, i], "o", mfc="none", ms=9, color=line.get_color())
-    ax.set_xlabel("period t")
-    ax.set_ylabel("state X_i(t) (circles: crawled)")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _finish(
+        fig,
+        ax,
+        path,
+        xlabel="period t",
+        ylabel="state X_i(t) (circles: crawled)",
+        title=title,
+        legend_fontsize=8,
+    )
 
 
 def index_convergence(
@@ -76,14 +100,7 @@ def index_convergence(
     lo, hi = float(exact.min()), float(exact.max())
     pad = max(0.5, 0.5 * (hi - lo))
     ax.set_ylim(lo - pad, hi + pad)
-    ax.set_xlabel("time step")
-    ax.set_ylabel("Whittle index")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path, xlabel="time step", ylabel="Whittle index", title=title, legend_fontsize=8)
 
 
 def running_rewards(
@@ -96,14 +113,7 @@ def running_rewards(
         avg = np.cumsum(r) / np.arange(1, r.shape[0] + 1)
         ax.plot(np.arange(1, r.shape[0] + 1), avg, label=name)
     ax.set_xscale("log")
-    ax.set_xlabel("time step")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path, xlabel="time step", ylabel=ylabel, title=title, legend_fontsize=8)
 
 
 def curves_over_time(
@@ -113,11 +123,4 @@ def curves_over_time(
     fig, ax = plt.subplots(figsize=(7, 4))
     for name, c in curves.items():
         ax.plot(np.arange(1, len(c) + 1), np.asarray(c), label=name)
-    ax.set_xlabel("time step")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
+    return _finish(fig, ax, path, xlabel="time step", ylabel=ylabel, title=title, legend_fontsize=8)
