@@ -680,6 +680,7 @@ class WhittleController(_Controller):
         self._gseq = array("q")
         self._gkey = array("d")
         self._hseq = 0
+        self._gfull = 0  # groups with live documents (about the valid entries of the heap)
         self._gid: dict[str, int] = {}
         self._gstate: list[str] = []
         self._glive: list[int] = []
@@ -747,9 +748,8 @@ class WhittleController(_Controller):
         self._gkey[gid] = v
         heap = self._gheap
         heapq.heappush(heap, (-v, seq, gid))
-        if len(heap) > 2 * len(gseq) + 1024:  # stale entries: drop them (in place, O(groups))
-            gkey = self._gkey
-            heap[:] = [(-gkey[g], q, g) for g, q in enumerate(gseq) if q]
+        if len(heap) > 2 * self._gfull + 1024:  # mostly stale entries: drop them (in place, O(heap))
+            heap[:] = [e for e in heap if gseq[e[2]] == e[1]]
             heapq.heapify(heap)
 
     def _gpeek(self) -> float | None:
@@ -821,6 +821,7 @@ class WhittleController(_Controller):
         self._glive[gid] = live
         self._fringe_n += 1
         if live == 1:
+            self._gfull += 1
             self._gpush(gid, self.q.index(state))
         if self._explore:
             self._fringe_pos[doc] = len(self._fringe_arr)
@@ -881,6 +882,7 @@ class WhittleController(_Controller):
         self._glive[gid] = live
         self._fringe_n += 1
         if live == 1:
+            self._gfull += 1
             self._gpush(gid, q.index(state))
 
     def _requeue(self, doc: int) -> None:
@@ -901,6 +903,7 @@ class WhittleController(_Controller):
         self._glive[gid] -= 1
         self._fringe_n -= 1
         if self._glive[gid] == 0:
+            self._gfull -= 1
             self._gseq[gid] = 0  # no longer queued
             self._ghosts[gid].clear()
         if self._explore:
@@ -935,6 +938,7 @@ class WhittleController(_Controller):
                         self._glive[gid] = live
                         self._fringe_n -= 1
                         if live == 0:
+                            self._gfull -= 1
                             self._gseq[gid] = 0
                             hosts.clear()
                         if self._explore:
