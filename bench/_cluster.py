@@ -9,15 +9,17 @@ engines' own ``Summary`` RPC (so the summary size can be varied).
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +75,7 @@ SKIP_PARTS = {
     "search.html",
     "py-modindex.html",
 }
+CENTRAL_TOPIC = Topic(name="all", keywords=("search",))
 MAX_TEXT_CHARS = 50_000
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
 
@@ -255,7 +258,7 @@ def three_topic_cluster(
     for t in TOPICS:
         build_index(workdir / t.name, Topic(name=t.name, keywords=t.keywords), docs_by_topic[t.name], t.name)
     central_dir = workdir / "central"
-    build_index(central_dir, Topic(name="all", keywords=("search",)), all_docs, "central")
+    build_index(central_dir, CENTRAL_TOPIC, all_docs, "central")
     registry = Registry(lease_seconds=24 * 3600.0, clock=time.monotonic)
     directory = build_server(ServerConfig(max_workers=8), lambda s: add_directory(s, registry))
     engines: dict[str, EngineProcess] = {}
@@ -276,6 +279,29 @@ def three_topic_cluster(
         for e in [*engines.values(), *([central] if central else [])]:
             _stop(e.process)
         directory.stop(0)
+
+
+def enter_cluster(stack: ExitStack, workdir: Path, args: argparse.Namespace) -> Cluster | None:
+    """The cluster of the bench's ``--docs-per-topic``, ``--queries-per-topic`` and ``--seed``, stopped when
+    ``stack`` closes; None (after printing why) when a documentation corpus is not installed."""
+    try:
+        return stack.enter_context(
+            three_topic_cluster(
+                workdir,
+                docs_per_topic=args.docs_per_topic,
+                queries_per_topic=args.queries_per_topic,
+                seed=args.seed,
+            )
+        )
+    except CorpusMissing as exc:
+        print(f"skipped: {exc}")
+        return None
+
+
+def open_central_copy(central_dir: Path, copy: Path) -> TopicIndex:
+    """A copy of the central index at ``copy``, opened here (its engine process holds the original)."""
+    shutil.copytree(central_dir, copy, ignore=shutil.ignore_patterns("*.lock", "*LOCK*"))
+    return TopicIndex.open(copy, CENTRAL_TOPIC)
 
 
 def check_grpc_ok(exc: grpc.RpcError) -> str:

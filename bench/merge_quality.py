@@ -16,22 +16,21 @@ import argparse
 import json
 import logging
 import math
-import shutil
 import statistics
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from oasis.bench._cluster import Cluster, CorpusMissing, three_topic_cluster
+from oasis.bench._cluster import Cluster, enter_cluster, open_central_copy
 from oasis.broker.clients import GrpcDirectoryClient, GrpcEngineClient
 from oasis.broker.merge import NORMALISATIONS, Normalisation
 from oasis.broker.service import Broker, BrokerConfig
-from oasis.engine.index import InvalidQuery, TopicIndex
-from oasis.engine.topic import Topic
+from oasis.engine.index import InvalidQuery
 
 logger = logging.getLogger(__name__)
 
@@ -115,9 +114,7 @@ def evaluate(
 def central_reference(
     central_dir: Path, queries: list[tuple[str, str]], workdir: Path
 ) -> dict[str, list[str]]:
-    copy = workdir / "central-reference"
-    shutil.copytree(central_dir, copy, ignore=shutil.ignore_patterns("*.lock", "*LOCK*"))
-    index = TopicIndex.open(copy, Topic(name="all", keywords=("search",)))
+    index = open_central_copy(central_dir, workdir / "central-reference")
     try:
         out: dict[str, list[str]] = {}
         for _, q in queries:
@@ -133,38 +130,27 @@ def central_reference(
 
 
 def run(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="oasis-merge-quality-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="oasis-merge-quality-") as tmp, ExitStack() as stack:
         workdir = Path(tmp)
-        try:
-            cm = three_topic_cluster(
-                workdir,
-                docs_per_topic=args.docs_per_topic,
-                queries_per_topic=args.queries_per_topic,
-                seed=args.seed,
-            )
-            cluster = cm.__enter__()
-        except CorpusMissing as exc:
-            print(f"skipped: {exc}")
+        cluster = enter_cluster(stack, workdir, args)
+        if cluster is None:
             return 0
-        try:
-            reference = central_reference(cluster.central_dir, cluster.queries, workdir)
-            rows: list[Row] = []
-            configs = [
-                (terms, fan, norm)
-                for terms in (500, FULL_SUMMARY)
-                for fan in (0, 2, 1)
-                for norm in NORMALISATIONS
-            ]
-            registered = None
-            for terms, fan, norm in tqdm(configs, desc="configurations", unit="config"):
-                if registered != terms:
-                    cluster.register(terms)
-                    registered = terms
-                rows.append(
-                    evaluate(cluster, reference, normalisation=norm, max_engines=fan, summary_terms=terms)
-                )
-        finally:
-            cm.__exit__(None, None, None)
+        reference = central_reference(cluster.central_dir, cluster.queries, workdir)
+        rows: list[Row] = []
+        configs = [
+            (terms, fan, norm)
+            for terms in (500, FULL_SUMMARY)
+            for fan in (0, 2, 1)
+            for norm in NORMALISATIONS
+        ]
+        registered = None
+        for terms, fan, norm in tqdm(configs, desc="configurations", unit="config"):
+            if registered != terms:
+                cluster.register(terms)
+                registered = terms
+            rows.append(
+                evaluate(cluster, reference, normalisation=norm, max_engines=fan, summary_terms=terms)
+            )
     print_table(rows, cluster, len(reference))
     result: dict[str, Any] = {
         "benchmark": "merge-quality",

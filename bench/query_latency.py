@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shutil
 import statistics
 import subprocess
 import sys
@@ -22,15 +21,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from oasis.bench._cluster import CorpusMissing, three_topic_cluster
-from oasis.engine.index import InvalidQuery, TopicIndex
-from oasis.engine.topic import Topic
+from oasis.bench._cluster import enter_cluster, open_central_copy
+from oasis.engine.index import InvalidQuery
 from oasis.service import open_channel
 from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc
 
@@ -120,25 +119,15 @@ def start_broker(directory: str, workdir: Path) -> tuple[subprocess.Popen[bytes]
 
 def run(args: argparse.Namespace) -> int:
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="oasis-query-latency-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="oasis-query-latency-") as tmp, ExitStack() as stack:
         workdir = Path(tmp)
-        try:
-            cm = three_topic_cluster(
-                workdir,
-                docs_per_topic=args.docs_per_topic,
-                queries_per_topic=args.queries_per_topic,
-                seed=args.seed,
-            )
-            cluster = cm.__enter__()
-        except CorpusMissing as exc:
-            print(f"skipped: {exc}")
+        cluster = enter_cluster(stack, workdir, args)
+        if cluster is None:
             return 0
         broker_proc = None
         try:
             cluster.register(500)  # the engines' default summary size
-            copy = workdir / "central-direct"
-            shutil.copytree(cluster.central_dir, copy, ignore=shutil.ignore_patterns("*.lock", "*LOCK*"))
-            index = TopicIndex.open(copy, Topic(name="all", keywords=("search",)))
+            index = open_central_copy(cluster.central_dir, workdir / "central-direct")
             queries = []
             for _, q in cluster.queries:
                 try:
@@ -180,7 +169,6 @@ def run(args: argparse.Namespace) -> int:
             if broker_proc is not None:
                 broker_proc.terminate()
                 broker_proc.wait(timeout=20)
-            cm.__exit__(None, None, None)
     base = rows[0]
     rows = [
         Row(**{**asdict(r), "p50_ratio": r.p50_ms / base.p50_ms, "qps_ratio": r.qps / base.qps}) for r in rows
