@@ -30,12 +30,18 @@ EPHEMERAL_POLICIES = ("whittle", "greedy", "round-robin", "best-only", "optimal"
 DEFAULT_POLICIES = "whittle,greedy,round-robin,best-only,optimal,learned"
 
 
+def _add_parser(sub: argparse._SubParsersAction[Any], name: str, help_text: str) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` shows this module's docstring (the JSON it prints) as written."""
+    return sub.add_parser(
+        name, help=help_text, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(
+    p = _add_parser(
+        sub,
         "ephemeral",
-        help="crawl sources of ephemeral content: Whittle index vs baselines (papers/002, 003, 000)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "crawl sources of ephemeral content: Whittle index vs baselines (papers/002, 003, 000)",
     )
     src = p.add_mutually_exclusive_group()
     src.add_argument(
@@ -60,12 +66,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_ephemeral)
 
-    q = sub.add_parser(
-        "whittle-learn",
-        help="Whittle-index Q-learning on N identical arms (papers/001)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    q = _add_parser(sub, "whittle-learn", "Whittle-index Q-learning on N identical arms (papers/001)")
     msrc = q.add_mutually_exclusive_group()
     msrc.add_argument("--model", type=Path, help='JSON {"P0": [[..]], "P1": [[..]], "R0": [..], "R1": [..]}')
     msrc.add_argument("--example", choices=["circulant", "restart"], help="papers/001 Section IV examples")
@@ -89,11 +90,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=_whittle_learn)
 
-    r = sub.add_parser(
+    r = _add_parser(
+        sub,
         "recrawl-eval",
-        help="re-crawl policies at equal budget on a changing collection / replayed web: F and M over time",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "re-crawl policies at equal budget on a changing collection / replayed web: F and M over time",
     )
     r.add_argument("--mode", choices=["collection", "replay"], default="collection")
     r.add_argument("--docs", type=int, default=1000, help="collection: documents")
