@@ -353,7 +353,31 @@ class _DocHistory:
     interval: float = 0.0
 
 
-class WhittleRecrawl:
+class _PerDocument:
+    """Each document's fetch/change counters as of the previous call; ``_fetched`` sees every new fetch."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, _DocHistory] = {}
+
+    def _first_seen(self, arm: CrawledDoc) -> _DocHistory:
+        raise NotImplementedError
+
+    def _fetched(self, h: _DocHistory, interval: float, changed: bool) -> None:
+        """The arm was fetched again, ``interval`` after the fetch ``h`` last saw; ``changed`` since then."""
+        raise NotImplementedError
+
+    def _history(self, arm: CrawledDoc) -> _DocHistory:
+        h = self._docs.get(arm.url)
+        if h is None:
+            h = self._first_seen(arm)
+            self._docs[arm.url] = h
+        elif arm.fetches > h.fetches:
+            self._fetched(h, arm.last_fetch - h.last_fetch, arm.changes > h.changes)
+            h.fetches, h.changes, h.last_fetch = arm.fetches, arm.changes, arm.last_fetch
+        return h
+
+
+class WhittleRecrawl(_PerDocument):
     """``recrawl_index`` hook: per-document change-rate estimate + the ephemeral Whittle index.
 
     Each call compares the arm's fetch/change counters with the ones it saw last time; a new fetch adds one
@@ -364,27 +388,22 @@ class WhittleRecrawl:
     def __init__(self, *, period: float = 1.0, prior_rate: float = 0.1, window: int = 256) -> None:
         if not period > 0:
             raise ValueError("period must be > 0")
+        super().__init__()
         self.period = period
         self.prior_rate = prior_rate
         self.window = window
-        self._docs: dict[str, _DocHistory] = {}
 
-    def _history(self, arm: CrawledDoc) -> _DocHistory:
-        h = self._docs.get(arm.url)
-        if h is None:
-            h = _DocHistory(
-                fetches=arm.fetches,
-                changes=arm.changes,
-                last_fetch=arm.last_fetch,
-                estimator=ChangeRateEstimator(prior_rate=self.prior_rate, window=self.window),
-            )
-            self._docs[arm.url] = h
-        elif arm.fetches > h.fetches:
-            interval = arm.last_fetch - h.last_fetch
-            if interval > 0:
-                h.estimator.observe(interval, arm.changes > h.changes)
-            h.fetches, h.changes, h.last_fetch = arm.fetches, arm.changes, arm.last_fetch
-        return h
+    def _first_seen(self, arm: CrawledDoc) -> _DocHistory:
+        return _DocHistory(
+            fetches=arm.fetches,
+            changes=arm.changes,
+            last_fetch=arm.last_fetch,
+            estimator=ChangeRateEstimator(prior_rate=self.prior_rate, window=self.window),
+        )
+
+    def _fetched(self, h: _DocHistory, interval: float, changed: bool) -> None:
+        if interval > 0:
+            h.estimator.observe(interval, changed)
 
     def rate(self, arm: CrawledDoc) -> float:
         return self._history(arm).estimator.rate()
@@ -394,7 +413,7 @@ class WhittleRecrawl:
         return recrawl_index(arm.relevance, rate, max(0.0, now - arm.last_fetch), period=self.period)
 
 
-class ScheduleRecrawl:
+class ScheduleRecrawl(_PerDocument):
     """``recrawl_index`` hook for the baselines: a document is due once its age reaches its interval (fixed
     for :class:`UniformSchedule`, adapted per document by :class:`AdaptiveFetchSchedule`); a due document is
     worth its relevance (Nutch's generator ranks due pages by score), one not due is passive (0)."""
@@ -402,25 +421,24 @@ class ScheduleRecrawl:
     def __init__(self, schedule: UniformSchedule | AdaptiveFetchSchedule, *, initial_interval: float) -> None:
         if not initial_interval > 0:
             raise ValueError("initial_interval must be > 0")
+        super().__init__()
         self.schedule = schedule
         self.initial_interval = initial_interval
-        self._docs: dict[str, _DocHistory] = {}
+
+    def _first_seen(self, arm: CrawledDoc) -> _DocHistory:
+        return _DocHistory(
+            fetches=arm.fetches,
+            changes=arm.changes,
+            last_fetch=arm.last_fetch,
+            estimator=ChangeRateEstimator(),
+            interval=self.initial_interval,
+        )
+
+    def _fetched(self, h: _DocHistory, interval: float, changed: bool) -> None:
+        h.interval = self.schedule.next_interval(h.interval, changed)
 
     def interval(self, arm: CrawledDoc) -> float:
-        h = self._docs.get(arm.url)
-        if h is None:
-            h = _DocHistory(
-                fetches=arm.fetches,
-                changes=arm.changes,
-                last_fetch=arm.last_fetch,
-                estimator=ChangeRateEstimator(),
-                interval=self.initial_interval,
-            )
-            self._docs[arm.url] = h
-        elif arm.fetches > h.fetches:
-            h.interval = self.schedule.next_interval(h.interval, arm.changes > h.changes)
-            h.fetches, h.changes, h.last_fetch = arm.fetches, arm.changes, arm.last_fetch
-        return h.interval
+        return self._history(arm).interval
 
     def __call__(self, arm: CrawledDoc, now: float) -> float:
         interval = self.interval(arm)
