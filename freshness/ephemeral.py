@@ -9,7 +9,6 @@ Pure functions named with the paper's symbols; nothing here touches the network 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from oasis.freshness.jsonfile import read_json
 
 FloatArray = NDArray[np.float64]
 
@@ -109,13 +110,7 @@ def model_from_json(data: Mapping[str, Any]) -> Model:
 
 
 def load_model(path: str | Path) -> Model:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise ValueError(f"cannot read sources file {path}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"sources file {path} is not valid JSON: {exc}") from exc
-    return model_from_json(data)
+    return model_from_json(read_json(path, "sources"))
 
 
 def paper_model() -> Model:

@@ -14,7 +14,6 @@ lam, so bisection finds it.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from oasis.freshness.jsonfile import read_json
 
 FloatArray = NDArray[np.float64]
 
@@ -82,13 +83,7 @@ def arm_from_json(data: Mapping[str, Any]) -> ArmModel:
 
 
 def load_arm(path: str | Path) -> ArmModel:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise ValueError(f"cannot read model file {path}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"model file {path} is not valid JSON: {exc}") from exc
-    return arm_from_json(data)
+    return arm_from_json(read_json(path, "model"))
 
 
 def circulant_arm() -> ArmModel:
