@@ -192,27 +192,29 @@ class Fetcher:
             from urllib.parse import urlsplit
 
             if not is_public_host(urlsplit(url).netloc):
-                return FetchResult(
-                    url, PRIVATE_ADDRESS, started=started, finished=self._clock(), message="private address"
-                )
+                return self._failed(url, PRIVATE_ADDRESS, started, "private address")
         try:
             return self._get(url, cap, html_only, truncate, started)
         except requests.Timeout as exc:
-            return FetchResult(url, TIMEOUT, started=started, finished=self._clock(), message=str(exc)[:300])
+            return self._failed(url, TIMEOUT, started, str(exc)[:300])
         except requests.exceptions.ContentDecodingError as exc:
-            return FetchResult(url, DECODING, started=started, finished=self._clock(), message=str(exc)[:300])
+            return self._failed(url, DECODING, started, str(exc)[:300])
         except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
             kind = TIMEOUT if "timed out" in str(exc).lower() else CONNECTION
-            return FetchResult(url, kind, started=started, finished=self._clock(), message=str(exc)[:300])
+            return self._failed(url, kind, started, str(exc)[:300])
         except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema, ValueError) as exc:
-            return FetchResult(
-                url, INVALID_URL, started=started, finished=self._clock(), message=str(exc)[:300]
-            )
+            return self._failed(url, INVALID_URL, started, str(exc)[:300])
         except requests.RequestException as exc:
-            return FetchResult(url, ERROR, started=started, finished=self._clock(), message=str(exc)[:300])
+            return self._failed(url, ERROR, started, str(exc)[:300])
         except Exception as exc:  # a bug in the HTTP stack on hostile input must not kill a fetcher
             logger.warning("unexpected error fetching %s", url[:200], exc_info=True)
-            return FetchResult(url, ERROR, started=started, finished=self._clock(), message=repr(exc)[:300])
+            return self._failed(url, ERROR, started, repr(exc)[:300])
+
+    def _failed(
+        self, url: str, kind: str, started: float, message: str = "", *, status: int = 0
+    ) -> FetchResult:
+        """An unsuccessful result of kind ``kind``, finished now."""
+        return FetchResult(url, kind, status=status, started=started, finished=self._clock(), message=message)
 
     def _get(self, url: str, cap: int, html_only: bool, truncate: bool, started: float) -> FetchResult:
         cfg = self._config
@@ -237,11 +239,11 @@ class Fetcher:
                     headers=headers,
                 )
             if status in (404, 410):
-                return FetchResult(url, NOT_FOUND, status=status, started=started, finished=self._clock())
+                return self._failed(url, NOT_FOUND, started, status=status)
             if 400 <= status < 500:
-                return FetchResult(url, HTTP_4XX, status=status, started=started, finished=self._clock())
+                return self._failed(url, HTTP_4XX, started, status=status)
             if status >= 500 or status < 200:
-                return FetchResult(url, HTTP_5XX, status=status, started=started, finished=self._clock())
+                return self._failed(url, HTTP_5XX, started, status=status)
             if html_only and media not in cfg.content_types:
                 return FetchResult(
                     url,
@@ -259,13 +261,8 @@ class Fetcher:
                 and "content-encoding" not in headers
                 and not truncate
             ):
-                return FetchResult(
-                    url,
-                    TOO_LARGE,
-                    status=status,
-                    started=started,
-                    finished=self._clock(),
-                    message=f"Content-Length {declared} > {cap}",
+                return self._failed(
+                    url, TOO_LARGE, started, f"Content-Length {declared} > {cap}", status=status
                 )
             body = bytearray()
             raw = resp.raw
@@ -279,22 +276,16 @@ class Fetcher:
                     del body[cap:]
                     break
                 if len(body) > cap:
-                    return FetchResult(
-                        url,
-                        TOO_LARGE,
-                        status=status,
-                        started=started,
-                        finished=self._clock(),
-                        message=f"decoded body over {cap} bytes",
+                    return self._failed(
+                        url, TOO_LARGE, started, f"decoded body over {cap} bytes", status=status
                     )
                 if self._clock() > deadline:
-                    return FetchResult(
+                    return self._failed(
                         url,
                         TIMEOUT,
+                        started,
+                        f"response not complete within {cfg.total_timeout} s",
                         status=status,
-                        started=started,
-                        finished=self._clock(),
-                        message=f"response not complete within {cfg.total_timeout} s",
                     )
             return FetchResult(
                 url,
@@ -313,22 +304,13 @@ class Fetcher:
     def _redirect(self, url: str, resp: requests.Response, status: int, started: float) -> FetchResult:
         location = resp.headers.get("Location", "")
         if not location:
-            return FetchResult(
-                url,
-                BAD_REDIRECT,
-                status=status,
-                started=started,
-                finished=self._clock(),
-                message="no Location",
-            )
+            return self._failed(url, BAD_REDIRECT, started, "no Location", status=status)
         from urllib.parse import urljoin
 
         try:
             target = canonicalize(urljoin(url, location.strip()))
         except (InvalidURL, ValueError) as exc:
-            return FetchResult(
-                url, BAD_REDIRECT, status=status, started=started, finished=self._clock(), message=str(exc)
-            )
+            return self._failed(url, BAD_REDIRECT, started, str(exc), status=status)
         return FetchResult(
             url, REDIRECT, status=status, redirect_to=target, started=started, finished=self._clock()
         )
