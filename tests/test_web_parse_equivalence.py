@@ -285,3 +285,26 @@ def test_a_tag_with_thousands_of_attributes_is_not_left_to_libxml2() -> None:
     assert_same(parse_html(markup, BASE, parser="html.parser"), page)
     big_image = "<img src='data:image/png;base64," + "QUJD" * 20_000 + "'><a href=y.html>y</a>"
     assert not html._many_attributes(big_image)  # one long attribute is fine for libxml2
+
+
+def test_pathological_nesting_is_parsed_in_linear_time() -> None:
+    import time
+
+    # Nested, never-closed <b><a>: both tree builders go quadratic (25 s for 8,000 in html.parser)
+    for count in (4_000, 40_000):
+        markup = "<title>bomb</title>" + "<b><a href=x.html>y" * count + "<p>tail <a href='z.html'>last</a>"
+        started = time.perf_counter()
+        page = parse_html(markup, BASE)
+        elapsed = time.perf_counter() - started
+        assert elapsed < 10.0, f"{count} nested anchors took {elapsed:.1f} s (quadratic: minutes)"
+        assert page.title == "bomb"
+        assert [link.url.rsplit("/", 1)[1] for link in page.links] == ["x.html", "z.html"]
+        assert page.links[1].anchor == "last"
+        assert page.text.endswith("y tail last")
+
+
+def test_ordinary_deep_pages_keep_the_tree_walk() -> None:
+    markup = "<div>" * 400 + "<p>text <a href=a.html>A</a>" + "</div>" * 400
+    page = parse_html(markup, BASE)
+    assert_same(parse_html(markup, BASE, parser="html.parser"), page)
+    assert page.links[0].anchor == "A"
