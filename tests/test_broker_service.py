@@ -3,7 +3,6 @@ injectable delay and failure), and the broker's own server, channels and client 
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from service_process import wait_for_address_file
 from whoosh.analysis import StemmingAnalyzer
 
 from oasis.broker.__main__ import add_broker
@@ -397,12 +397,14 @@ def test_command_line_broker_answers_and_drains_on_sigterm(cluster: Cluster, tmp
         cwd=tmp_path,  # not the repository root, whose oasis/ folder would shadow the installed namespace
     )
     try:
-        deadline = time.monotonic() + 20
-        while not address_file.exists():
-            assert proc.poll() is None, "broker exited early"
-            assert time.monotonic() < deadline, "broker did not write its address file"
-            time.sleep(0.05)
-        with grpc.insecure_channel(json.loads(address_file.read_text())["address"]) as channel:
+        info = wait_for_address_file(
+            proc,
+            address_file,
+            seconds=20,
+            exited=lambda: "broker exited early",
+            late="broker did not write its address file",
+        )
+        with grpc.insecure_channel(info["address"]) as channel:
             reply = broker_pb2_grpc.BrokerStub(channel).Search(
                 broker_pb2.BrokerSearchRequest(query="django template"), timeout=10
             )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from service_process import wait_for_address_file
 
 from oasis.directory.__main__ import add_directory
 from oasis.directory.registry import Registry
@@ -151,12 +151,13 @@ def test_command_line_serves_writes_address_file_and_drains_on_sigterm(tmp_path:
         cwd=tmp_path,  # not the repository root, whose oasis/ folder would shadow the installed namespace
     )
     try:
-        deadline = time.monotonic() + 20
-        while not address_file.exists():
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "directory did not write its address file"
-            time.sleep(0.05)
-        info = json.loads(address_file.read_text())
+        info = wait_for_address_file(
+            proc,
+            address_file,
+            seconds=20,
+            exited=lambda: proc.stderr.read() if proc.stderr else "",
+            late="directory did not write its address file",
+        )
         assert info["pid"] == proc.pid
         with grpc.insecure_channel(info["address"]) as channel:
             stub = directory_pb2_grpc.DirectoryStub(channel)

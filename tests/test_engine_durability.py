@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+from service_process import wait_for_address_file
 
 from oasis.service import channel_options
 from oasis.v1 import engine_pb2, engine_pb2_grpc
@@ -48,15 +47,26 @@ def start_engine(tmp_path: Path, tag: str) -> tuple[subprocess.Popen[bytes], str
             cwd=tmp_path,
             stderr=err,
         )
-    deadline = time.monotonic() + 30
-    while not address_file.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"engine exited: {log.read_text()}")
-        assert time.monotonic() < deadline, "engine did not start"
-        time.sleep(0.05)
-    info = json.loads(address_file.read_text())
+    info = wait_for_address_file(
+        proc,
+        address_file,
+        seconds=30,
+        exited=lambda: f"engine exited: {log.read_text()}",
+        late="engine did not start",
+    )
     assert info["pid"] == proc.pid
     return proc, info["address"]
+
+
+def run_engine(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m oasis.engine ARGS`` run to completion (stdout and stderr captured as text)."""
+    return subprocess.run(
+        [sys.executable, "-m", "oasis.engine", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def requests(n: int) -> Iterator[engine_pb2.IndexRequest]:
@@ -115,24 +125,16 @@ def test_acknowledged_documents_survive_kill_9(tmp_path: Path) -> None:
 def test_second_engine_on_the_same_directory_is_refused(tmp_path: Path) -> None:
     proc, _ = start_engine(tmp_path, "a")
     try:
-        second = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "oasis.engine",
-                "--name",
-                "e2",
-                "--topic",
-                "space",
-                "--keywords",
-                "rocket",
-                "--index-dir",
-                str(tmp_path / "ix"),
-            ],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=60,
+        second = run_engine(
+            tmp_path,
+            "--name",
+            "e2",
+            "--topic",
+            "space",
+            "--keywords",
+            "rocket",
+            "--index-dir",
+            str(tmp_path / "ix"),
         )
         assert second.returncode == 1
         assert f"in use by another engine (pid {proc.pid})" in second.stderr
@@ -142,24 +144,8 @@ def test_second_engine_on_the_same_directory_is_refused(tmp_path: Path) -> None:
 
 
 def test_bad_arguments_exit_2_with_a_message(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "oasis.engine",
-            "--name",
-            "e1",
-            "--topic",
-            "t",
-            "--keywords",
-            "the,and",
-            "--index-dir",
-            str(tmp_path / "ix"),
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    done = run_engine(
+        tmp_path, "--name", "e1", "--topic", "t", "--keywords", "the,and", "--index-dir", str(tmp_path / "ix")
     )
     assert done.returncode == 2
     assert "no indexable terms" in done.stderr

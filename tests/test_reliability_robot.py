@@ -8,7 +8,6 @@ gRPC input to the Robot service."""
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
@@ -23,6 +22,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from robot_testweb import LocalEngine, LocalWeb, endless_chunked, gzip_bomb, html, page, redirect, send
+from service_process import wait_for_address_file
 
 from oasis.service import MAX_MESSAGE_BYTES
 from oasis.v1 import engine_pb2, engine_pb2_grpc, robot_pb2, robot_pb2_grpc
@@ -49,12 +49,14 @@ def start_robot(tmp_path: Path, engine: LocalEngine, *flags: str) -> tuple[subpr
         "--log-level", "ERROR", *flags,
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=tmp_path)
-    deadline = time.monotonic() + 30
-    while not address_file.exists():
-        assert proc.poll() is None, f"robot exited with {proc.returncode}"
-        assert time.monotonic() < deadline, "robot did not start"
-        time.sleep(0.05)
-    return proc, json.loads(address_file.read_text())["address"]
+    info = wait_for_address_file(
+        proc,
+        address_file,
+        seconds=30,
+        exited=lambda: f"robot exited with {proc.returncode}",
+        late="robot did not start",
+    )
+    return proc, info["address"]
 
 
 def stop_robot(proc: subprocess.Popen[bytes]) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 from robot_testweb import LocalEngine, LocalWeb, html, page
+from service_process import wait_for_address_file
 
 from oasis.v1 import engine_pb2, engine_pb2_grpc, robot_pb2, robot_pb2_grpc
 
@@ -54,12 +55,14 @@ def start_robot(tmp_path: Path, engine: LocalEngine, *extra: str) -> tuple[subpr
         "--log-level", "WARNING", *extra,
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=tmp_path)
-    deadline = time.monotonic() + 30
-    while not address_file.exists():
-        assert proc.poll() is None, f"robot exited with {proc.returncode}"
-        assert time.monotonic() < deadline, "robot did not start"
-        time.sleep(0.05)
-    return proc, json.loads(address_file.read_text())["address"]
+    info = wait_for_address_file(
+        proc,
+        address_file,
+        seconds=30,
+        exited=lambda: f"robot exited with {proc.returncode}",
+        late="robot did not start",
+    )
+    return proc, info["address"]
 
 
 def status(address: str) -> robot_pb2.RobotStatus:
