@@ -74,6 +74,15 @@ def robot_status(address: str) -> robot_pb2.RobotStatus:
         return robot_pb2_grpc.RobotStub(ch).Status(robot_pb2.StatusRequest(), timeout=5)
 
 
+def wait_until_done(address: str, *, seconds: float) -> robot_pb2.RobotStatus:
+    """The robot's status once its crawl is done; fails the test with the last status after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while (status := robot_status(address)).state != "done":
+        assert time.monotonic() < deadline, status
+        time.sleep(0.05)
+    return status
+
+
 def search(engine: LocalEngine, query: str) -> list[engine_pb2.Hit]:
     with grpc.insecure_channel(engine.address) as ch:
         reply = engine_pb2_grpc.EngineStub(ch).Search(
@@ -318,10 +327,7 @@ def test_refuse_private_sends_nothing_to_loopback(tmp_path: Path, engine: LocalE
             web.url("/"),
         )
         try:
-            deadline = time.monotonic() + 20
-            while (status := robot_status(address)).state != "done":
-                assert time.monotonic() < deadline, status
-                time.sleep(0.05)
+            status = wait_until_done(address, seconds=20)
         finally:
             stop_robot(proc)
         assert web.log == []
@@ -332,10 +338,7 @@ def test_refuse_private_sends_nothing_to_loopback(tmp_path: Path, engine: LocalE
             tmp_path / "allowed", engine, "--autostart", "--min-delay", "0.01", "--seeds", web.url("/")
         )
         try:
-            deadline = time.monotonic() + 20
-            while (status := robot_status(address)).state != "done":
-                assert time.monotonic() < deadline, status
-                time.sleep(0.05)
+            status = wait_until_done(address, seconds=20)
         finally:
             stop_robot(proc)
         assert set(web.paths()) == {"/robots.txt", "/", "/a.html"} and status.pages_indexed == 2
