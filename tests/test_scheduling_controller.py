@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from oasis.robot.scheduling import (
     make_controller,
 )
 from oasis.robot.scheduling.controller import WhittleController
+from oasis.robot.scheduling.qtable import QTable
 
 A, B, C, D, E = (f"http://h{i % 2}/{n}" for i, n in enumerate("abcde"))
 
@@ -243,3 +245,33 @@ def test_parent_prior_starts_as_fringe_greedy() -> None:
     assert ctl.index_of(B) == pytest.approx(0.3)
     with pytest.raises(ValueError):
         ControllerConfig(prior="nope")
+
+
+def test_frozen_table_uses_the_prior_for_unseen_states(tmp_path: Path) -> None:
+    """learn=False still seeds unseen states with the parent prior (as learning does), in a private copy:
+    the given table and the file save_q writes stay unchanged."""
+    table = QTable()
+    table.set(f"p:{A}", 1, 0.9)  # a known state: its learned values are used as they are
+    table.set(f"p:{A}", 0, 0.1)
+    before = table.to_dict()
+    cfg = ControllerConfig(state="parent", gamma=0.5, prior="parent", learn=False)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg, q=table)
+    assert isinstance(ctl, WhittleController)
+    ctl.add_seeds([A])
+    assert ctl.next_batch(1, 0.0) == [A]
+    ctl.report(FetchOutcome(A, "new", 0.6, links(B)), 0.0)
+    assert ctl.index_of(B) == pytest.approx(0.8)  # Eq. 9 of the known state p:A, not the prior
+    assert ctl.next_batch(1, 0.0) == [B]
+    ctl.report(FetchOutcome(B, "new", 0.4, links(C)), 0.0)
+    # p:B is unseen: prior Q(x,1) = 0.4, Q(x,0) = 0.2 -> index 0.2 (without the prior it would be 0)
+    assert ctl.index_of(C) == pytest.approx(0.2)
+    assert table.to_dict() == before  # nothing learned, nothing seeded into the given table
+    ctl.save_q(tmp_path / "q.json")
+    assert QTable.load(tmp_path / "q.json").to_dict() == before
+    zero = make_controller("whittle", rng=random.Random(0), config=replace(cfg, prior="zero"), q=table)
+    zero.add_seeds([A])
+    zero.next_batch(1, 0.0)
+    zero.report(FetchOutcome(A, "new", 0.6, links(B)), 0.0)
+    zero.next_batch(1, 0.0)
+    zero.report(FetchOutcome(B, "new", 0.4, links(C)), 0.0)
+    assert zero.index_of(C) == 0.0  # prior "zero": unseen states read q_init

@@ -126,7 +126,7 @@ class ControllerConfig:
     anchor_bins: int = 4
     max_depth: int = 6
     recrawl_rekey: int = 64  # retrieved arms whose re-crawl index is re-computed per next_batch (round robin)
-    learn: bool = True  # False: use the Q-table as it is (evaluation of transferred tables)
+    learn: bool = True  # False: use the Q-table as it is (evaluation of transferred tables; prior still applies)
     # initial Q of a state the table has never seen: "zero" (the paper: q_init everywhere) or "parent" (the
     # parent relevance of the document that first reaches it: start as fringe-greedy, learn from there)
     prior: str = "parent"
@@ -669,7 +669,15 @@ class WhittleController(_Controller):
     def __init__(self, *, q: QTable | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         cfg = self.config
-        self.q = q if q is not None else QTable(cfg.q_init)
+        table = q if q is not None else QTable(cfg.q_init)
+        self._prior = cfg.prior == "parent"
+        # learning frozen (learn=False): the given table is read, never changed; unseen states still get the
+        # prior (as while learning), seeded into a private working copy so that a transferred table is never
+        # worse than the untrained robot for lack of data. save_q writes the untouched table.
+        self._frozen: QTable | None = None
+        if not cfg.learn and self._prior:
+            self._frozen, table = table, table.copy()
+        self.q = table
         self.extract = make_state_extractor(
             cfg.state, relevance_bins=cfg.relevance_bins, anchor_bins=cfg.anchor_bins, max_depth=cfg.max_depth
         )
@@ -689,7 +697,6 @@ class WhittleController(_Controller):
         self._tie = array("d")  # per document: parent relevance + anchor relevance at discovery
         self._doc_state_list: list[str | None] = []
         self._hybrid = cfg.state == "hybrid"
-        self._prior = cfg.prior == "parent" and cfg.learn
         self._aux: list[str | None] = []  # hybrid: the generalising key beside the queue key
         self._fringe_n = 0
         # uniformly random fringe document (epsilon exploration): array + position map
@@ -1045,10 +1052,12 @@ class WhittleController(_Controller):
             self.q = QTable.from_dict(data)
 
     def save_q(self, path: str | os.PathLike[str]) -> None:
-        self.q.save(path)
+        (self._frozen if self._frozen is not None else self.q).save(path)
 
     def load_q(self, path: str | os.PathLike[str]) -> None:
         self.q = QTable.load(path)
+        if self._frozen is not None:
+            self._frozen, self.q = self.q, self.q.copy()
         for state in self._gid:
             self._rekey_state(state)
 

@@ -71,6 +71,12 @@ class QTable:
         row = self._q.get(state)
         return 0 if row is None else int(row[2])
 
+    def copy(self) -> QTable:
+        """An independent table with the same values (rows are copied, not shared)."""
+        table = QTable(self.q_init)
+        table._q = {k: list(v) for k, v in self._q.items()}
+        return table
+
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "q_init": self.q_init, "q": {k: list(v) for k, v in self._q.items()}}
 
