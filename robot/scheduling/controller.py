@@ -126,7 +126,7 @@ class ControllerConfig:
     anchor_bins: int = 4
     max_depth: int = 6
     recrawl_rekey: int = 64  # retrieved arms whose re-crawl index is re-computed per next_batch (round robin)
-    learn: bool = True  # False: use the Q-table as it is (evaluation of transferred tables; prior still applies)
+    learn: bool = True  # False: use the Q-table as it is (evaluating transferred tables; the prior applies)
     # initial Q of a state the table has never seen: "zero" (the paper: q_init everywhere) or "parent" (the
     # parent relevance of the document that first reaches it: start as fringe-greedy, learn from there)
     prior: str = "parent"
