@@ -69,6 +69,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         choices=("zero", "parent"),
         help="initial Q of unseen states: zero (the paper) or the discovering parent's relevance",
     )
+    p.add_argument(
+        "--rediscovery",
+        default="restate",
+        choices=("restate", "keep"),
+        help="a fringe page linked again by a more relevant page: re-derive its feature state, or keep it",
+    )
     p.add_argument("--no-learn", action="store_true", help="evaluate loaded Q-tables without updating them")
     p.add_argument("--no-anchors", action="store_true", help="skip anchor-text relevance")
     p.add_argument("--load-q", type=Path, default=None, help="Q-table to start the learning policy from")
@@ -116,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
             epsilon=args.epsilon,
             learn=not args.no_learn,
             prior=args.prior,
+            rediscovery=args.rediscovery,
         )
         changes = ChangeModel(
             modify_rate=args.modify_rate,

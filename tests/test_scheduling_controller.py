@@ -275,3 +275,57 @@ def test_frozen_table_uses_the_prior_for_unseen_states(tmp_path: Path) -> None:
     zero.next_batch(1, 0.0)
     zero.report(FetchOutcome(B, "new", 0.4, links(C)), 0.0)
     assert zero.index_of(C) == 0.0  # prior "zero": unseen states read q_init
+
+
+def _rediscovery_run(rediscovery: str, state: str = "generalising") -> WhittleController:
+    """A (0.5) links B, E, C; B (0.9) links C again: a more relevant parent than C's first one."""
+    cfg = ControllerConfig(state=state, gamma=0.5, prior="parent", learn=False, rediscovery=rediscovery)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
+    assert isinstance(ctl, WhittleController)
+    ctl.add_seeds([A])
+    ctl.next_batch(1, 0.0)
+    ctl.report(FetchOutcome(A, "new", 0.5, links(B, E, C)), 0.0)
+    assert ctl.next_batch(1, 1.0) == [B]  # B, E, C share one state and tie key: FIFO
+    ctl.report(FetchOutcome(B, "new", 0.9, links(C)), 1.0)
+    return ctl
+
+
+def test_rediscovery_restates_a_feature_state() -> None:
+    """A fringe document linked again by a more relevant page moves to the state of that page's relevance
+    (as parent-relevance best-first raises its key); "keep" leaves it in its first state."""
+    ctl = _rediscovery_run("restate")
+    assert ctl.index_of(C) == pytest.approx(0.45)  # prior of the 0.9 state: (1 - gamma) * 0.9
+    assert ctl.index_of(E) == pytest.approx(0.25)  # E keeps the 0.5 state
+    snap = json.loads(json.dumps(ctl.state_dict()))
+    assert sorted(snap["fringe"]) == sorted(set(snap["fringe"]))  # C listed once
+    back = make_controller("whittle", rng=random.Random(0), config=ctl.config)
+    back.load_state(snap)
+    assert ctl.next_batch(1, 2.0) == back.next_batch(1, 2.0) == [C]
+    assert ctl.next_batch(5, 3.0) == back.next_batch(5, 3.0) == [E]  # C once, then E; nothing else
+    assert ctl.frontier_size() == back.frontier_size() == 0
+    kept = _rediscovery_run("keep")
+    assert kept.index_of(C) == pytest.approx(0.25)
+    assert kept.next_batch(5, 2.0) == [E, C]
+    with pytest.raises(ValueError):
+        ControllerConfig(rediscovery="nope")
+
+
+def test_rediscovery_keeps_the_paper_state_and_hybrid_url_entries() -> None:
+    # the parent state is the identity of the first discovering document: unchanged
+    parent = _rediscovery_run("restate", state="parent")
+    assert parent.next_batch(5, 2.0) == [E, C]
+    # hybrid: C's own URL entry (learned in an earlier crawl) keeps ranking it; E's generalising state moves
+    table = QTable()
+    table.set(f"u:{C}", 1, 0.2)
+    table.set(f"u:{C}", 0, 0.1)
+    cfg = ControllerConfig(state="hybrid", gamma=0.5, learn=False)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg, q=table)
+    assert isinstance(ctl, WhittleController)
+    ctl.add_seeds([A])
+    ctl.next_batch(1, 0.0)
+    ctl.report(FetchOutcome(A, "new", 0.5, links(B, E, C)), 0.0)
+    assert ctl.next_batch(1, 1.0) == [B]
+    ctl.report(FetchOutcome(B, "new", 0.9, links(C, E)), 1.0)
+    assert ctl.index_of(C) == pytest.approx(0.1)  # its own entry, not the 0.9 prior
+    assert ctl.index_of(E) == pytest.approx(0.45)
+    assert ctl.next_batch(5, 2.0) == [E, C]

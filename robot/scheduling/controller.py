@@ -130,6 +130,11 @@ class ControllerConfig:
     # initial Q of a state the table has never seen: "zero" (the paper: q_init everywhere) or "parent" (the
     # parent relevance of the document that first reaches it: start as fringe-greedy, learn from there)
     prior: str = "parent"
+    # a fringe document linked again by a more relevant page than any before: "restate" re-derives its feature
+    # state (generalising, hybrid; a hybrid URL's own entry is kept) from that page's relevance and anchor and
+    # raises its tie-break key, as parent-relevance best-first raises its key; "keep": state fixed at first
+    # discovery (always so for the parent and url states)
+    rediscovery: str = "restate"
 
     def __post_init__(self) -> None:
         if self.state not in STATE_NAMES:
@@ -142,6 +147,8 @@ class ControllerConfig:
             raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
         if self.prior not in ("zero", "parent"):
             raise ValueError(f"prior must be 'zero' or 'parent', got {self.prior!r}")
+        if self.rediscovery not in ("keep", "restate"):
+            raise ValueError(f"rediscovery must be 'keep' or 'restate', got {self.rediscovery!r}")
         if self.recrawl_rekey < 1:
             raise ValueError("recrawl_rekey must be >= 1")
 
@@ -284,7 +291,7 @@ class _Controller:
     def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
         """Policy learning after a fetch (only the Whittle controller learns)."""
 
-    def _rediscovered(self, doc: int, parent_rel: float) -> None:
+    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
         """A fringe document was linked again by another retrieved page."""
 
     def frontier_size(self) -> int:
@@ -386,7 +393,7 @@ class _Controller:
                     added.append(child)
                     added_urls.append(url)
                 elif status[child] == _FRINGE and child != doc:
-                    self._rediscovered(child, r_new)
+                    self._rediscovered(child, parent_url, r_new, link.anchor_relevance)
         self._learn(doc, was_fringe, g, added)
         if kind == "deleted":
             status[doc] = _GONE
@@ -627,7 +634,7 @@ class GreedyParentController(_KeyedController):
         top = self._fringe.peek()
         return top[1] if top is not None else 0.0
 
-    def _rediscovered(self, doc: int, parent_rel: float) -> None:
+    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
         if parent_rel > self._key[doc]:
             self._key[doc] = parent_rel
             self._fringe.push(doc, parent_rel, self._host_id[doc])
@@ -671,6 +678,10 @@ class WhittleController(_Controller):
         cfg = self.config
         table = q if q is not None else QTable(cfg.q_init)
         self._prior = cfg.prior == "parent"
+        # the paper's parent state is the identity of the *first* discovering document, and a url state never
+        # changes: only the feature states (generalising, hybrid) are re-derived on rediscovery
+        feature_state = cfg.state in ("generalising", "generalising-host", "hybrid")
+        self._restate = cfg.rediscovery == "restate" and feature_state
         # learning frozen (learn=False): the given table is read, never changed; unseen states still get the
         # prior (as while learning), seeded into a private working copy so that a transferred table is never
         # worse than the untrained robot for lack of data. save_q writes the untouched table.
@@ -786,7 +797,8 @@ class WhittleController(_Controller):
         status, states, want = self._status, self._doc_state_list, self._gstate[gid]
         hosts = self._ghosts[gid]
         docs = [e for heap in hosts.values() for e in sorted(heap)]
-        return [d for _, _, d in docs if status[d] == _FRINGE and states[d] == want]
+        # a re-stated document may have two entries (its best one first)
+        return list(dict.fromkeys(d for _, _, d in docs if status[d] == _FRINGE and states[d] == want))
 
     def _fringe_order(self) -> list[int]:
         out: list[int] = []
@@ -895,6 +907,34 @@ class WhittleController(_Controller):
     def _requeue(self, doc: int) -> None:
         state = self._doc_state_list[doc]
         assert state is not None
+        self._add_to_group(doc, state)
+
+    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
+        if not self._restate or parent_rel <= self._parent_rel[doc]:
+            return
+        self._parent_rel[doc] = parent_rel
+        old = self._doc_state_list[doc]
+        assert old is not None
+        if self._hybrid and old.startswith("u:"):
+            state = old  # the URL's own learned entry is what ranks it; only the tie-break key rises
+        else:
+            url, depth = self._urls[doc], self._depth[doc]
+            state = self._link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
+            if self._hybrid:
+                self._aux[doc] = state
+            if self._prior and state not in self.q:
+                self.q.seed(state, self.config.gamma * parent_rel, parent_rel)
+        tie = max(self._tie[doc], parent_rel + anchor_rel)
+        if state == old:
+            if tie > self._tie[doc]:  # a second, better entry in the same host heap; the old one is skipped
+                self._tie[doc] = tie  # once the document has left the fringe
+                self._seq += 1
+                heap = self._ghosts[self._gid[state]].setdefault(self._host_id[doc], [])
+                heapq.heappush(heap, (-tie, self._seq, doc))
+            return
+        self._taken(doc)  # leave the old group (its heap entry goes stale: the state no longer matches)
+        self._tie[doc] = tie
+        self._doc_state_list[doc] = state
         self._add_to_group(doc, state)
 
     def _restore_fringe(self, doc: int, dstate: str | None) -> None:
