@@ -277,9 +277,11 @@ def test_frozen_table_uses_the_prior_for_unseen_states(tmp_path: Path) -> None:
     assert zero.index_of(C) == 0.0  # prior "zero": unseen states read q_init
 
 
-def _rediscovery_run(rediscovery: str, state: str = "generalising") -> WhittleController:
+def _rediscovery_run(
+    rediscovery: str, state: str = "generalising", prior: str = "parent"
+) -> WhittleController:
     """A (0.5) links B, E, C; B (0.9) links C again: a more relevant parent than C's first one."""
-    cfg = ControllerConfig(state=state, gamma=0.5, prior="parent", learn=False, rediscovery=rediscovery)
+    cfg = ControllerConfig(state=state, gamma=0.5, prior=prior, learn=False, rediscovery=rediscovery)
     ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
     assert isinstance(ctl, WhittleController)
     ctl.add_seeds([A])
@@ -314,6 +316,8 @@ def test_rediscovery_keeps_the_paper_state_and_hybrid_url_entries() -> None:
     # the parent state is the identity of the first discovering document: unchanged
     parent = _rediscovery_run("restate", state="parent")
     assert parent.next_batch(5, 2.0) == [E, C]
+    # prior "zero": an unseen new state has no value to move to; C stays where it was found first
+    assert _rediscovery_run("restate", prior="zero").next_batch(5, 2.0) == [E, C]
     # hybrid: C's own URL entry (learned in an earlier crawl) keeps ranking it; E's generalising state moves
     table = QTable()
     table.set(f"u:{C}", 1, 0.2)

@@ -133,7 +133,7 @@ class ControllerConfig:
     # a fringe document linked again by a more relevant page than any before: "restate" re-derives its feature
     # state (generalising, hybrid; a hybrid URL's own entry is kept) from that page's relevance and anchor and
     # raises its tie-break key, as parent-relevance best-first raises its key; "keep": state fixed at first
-    # discovery (always so for the parent and url states)
+    # discovery (always so for the parent and url states, and with prior "zero")
     rediscovery: str = "restate"
 
     def __post_init__(self) -> None:
@@ -679,9 +679,10 @@ class WhittleController(_Controller):
         table = q if q is not None else QTable(cfg.q_init)
         self._prior = cfg.prior == "parent"
         # the paper's parent state is the identity of the *first* discovering document, and a url state never
-        # changes: only the feature states (generalising, hybrid) are re-derived on rediscovery
+        # changes: only the feature states (generalising, hybrid) are re-derived on rediscovery, and only with
+        # the parent prior (with prior "zero" an unseen new state would read 0 and push the document back)
         feature_state = cfg.state in ("generalising", "generalising-host", "hybrid")
-        self._restate = cfg.rediscovery == "restate" and feature_state
+        self._restate = cfg.rediscovery == "restate" and feature_state and self._prior
         # learning frozen (learn=False): the given table is read, never changed; unseen states still get the
         # prior (as while learning), seeded into a private working copy so that a transferred table is never
         # worse than the untrained robot for lack of data. save_q writes the untouched table.
