@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import json
 import logging
-import math
 import os
 import random
 import shutil
@@ -34,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from oasis.bench._stats import percentile
 
 logger = logging.getLogger(__name__)
 
@@ -85,15 +86,6 @@ def load_documents(n: int, chunk_chars: int, seed: int) -> tuple[list[BenchDoc],
         i = len(docs)
         docs.append(BenchDoc(f"http://synthetic.local/{i}", f"doc {i}", " ".join(words)))
     return docs, source
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in [0, 100])."""
-    if not values:
-        raise ValueError("no values")
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, math.ceil(q / 100.0 * len(ordered)) - 1))
-    return ordered[k]
 
 
 # --- raw Whoosh -------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from oasis.bench._stats import percentile
 from oasis.clients import BrokerClient, EngineClient, IndexDocument, ServiceError
 from oasis.config import ClusterConfig, TopicConfig
 from oasis.launcher import Cluster, bring_up
@@ -36,15 +37,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--deadline-ms", type=int, default=2000)
     p.add_argument("--json-out", type=Path, default=Path("out/bench_load.json"))
     p.set_defaults(func=run)
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in [0, 100]) of a non-empty list."""
-    if not values:
-        raise ValueError("percentile of no values")
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def _load_documents(cluster: Cluster, pages: int) -> list[str]:

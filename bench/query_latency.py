@@ -29,6 +29,7 @@ from typing import Any
 from tqdm import tqdm
 
 from oasis.bench._cluster import enter_cluster, open_central_copy
+from oasis.bench._stats import percentile
 from oasis.engine.index import InvalidQuery
 from oasis.service import open_channel
 from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc
@@ -47,13 +48,6 @@ class Row:
     qps: float
     p50_ratio: float = 1.0  # to direct
     qps_ratio: float = 1.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in [0, 100])."""
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def measure(mode: str, search: Search, queries: list[str], repeats: int, clients: int) -> Row:
