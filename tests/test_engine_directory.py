@@ -128,7 +128,8 @@ def test_reregisters_after_directory_forgets_or_restarts(index: TopicIndex) -> N
         wait_for(lambda: not reg.registered)
         fresh = RecordingDirectory()
         server = serve(fresh, port=port)  # ... and a new one comes back on the same address
-        wait_for(lambda: "e1" in fresh.engines)
+        # the directory records the engine before the client's Register call returns and counts it
+        wait_for(lambda: "e1" in fresh.engines and reg.registrations == 3)
         assert reg.registrations == 3
     finally:
         reg.stop()
