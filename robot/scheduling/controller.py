@@ -886,24 +886,7 @@ class WhittleController(_Controller):
             # key is the generalising one here, so there is no second key to seed)
             q.seed(state, self.config.gamma * parent_rel, parent_rel)
         self._doc_state_list[doc] = state
-        gid = self._gid.get(state)
-        if gid is None or self._explore:
-            self._add_to_group(doc, state)
-            return
-        # _add_to_group(doc, state) for a group that exists, without epsilon exploration
-        hosts = self._ghosts[gid]
-        h = self._host_id[doc]
-        heap = hosts.get(h)
-        if heap is None:
-            heap = hosts[h] = []
-        self._seq += 1
-        heapq.heappush(heap, (-self._tie[doc], self._seq, doc))
-        live = self._glive[gid] + 1
-        self._glive[gid] = live
-        self._fringe_n += 1
-        if live == 1:
-            self._gfull += 1
-            self._gpush(gid, q.index(state))
+        self._add_to_group(doc, state)
 
     def _requeue(self, doc: int) -> None:
         state = self._doc_state_list[doc]
