@@ -16,7 +16,7 @@ from oasis.engine.config import EngineConfig
 from oasis.engine.index import TopicIndex
 from oasis.engine.servicer import EngineServicer, add_engine_servicer
 from oasis.engine.topic import Topic
-from oasis.service import RunningServer, ServerConfig, build_server
+from oasis.runtime.service import RunningServer, ServerConfig, build_server
 
 Route = Callable[[BaseHTTPRequestHandler], None]
 

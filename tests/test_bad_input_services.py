@@ -10,10 +10,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from oasis.clients import EngineClient, IndexDocument
-from oasis.config import ClusterConfig, TopicConfig
-from oasis.launcher import Cluster, bring_up, health_status
-from oasis.service import MAX_MESSAGE_BYTES
+from oasis.cluster.config import ClusterConfig, TopicConfig
+from oasis.cluster.launcher import Cluster, bring_up, health_status
+from oasis.runtime.clients import EngineClient, IndexDocument
+from oasis.runtime.service import MAX_MESSAGE_BYTES
 from oasis.v1 import broker_pb2, directory_pb2, engine_pb2
 
 INVALID_UTF8 = b"\x0a\x02\xff\xfe"  # field 1 (a string in every request below) holding bytes ff fe

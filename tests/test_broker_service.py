@@ -27,7 +27,7 @@ from oasis.broker.servicer import ROUTE_SOURCE_METADATA
 from oasis.broker.suspension import BackoffPolicy
 from oasis.directory.__main__ import add_directory
 from oasis.directory.registry import Registry
-from oasis.service import RunningServer, ServerConfig, build_server
+from oasis.runtime.service import RunningServer, ServerConfig, build_server
 from oasis.v1 import (
     broker_pb2,
     broker_pb2_grpc,
@@ -394,7 +394,6 @@ def test_command_line_broker_answers_and_drains_on_sigterm(cluster: Cluster, tmp
         ],
         stderr=subprocess.PIPE,
         text=True,
-        cwd=tmp_path,  # not the repository root, whose oasis/ folder would shadow the installed namespace
     )
     try:
         info = wait_for_address_file(

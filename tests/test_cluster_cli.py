@@ -8,7 +8,7 @@ import pytest
 
 
 def test_index_file_urls_keep_their_folders(tmp_path: Path) -> None:
-    from oasis.cluster import documents_from_files, html_files
+    from oasis.cluster.commands import documents_from_files, html_files
 
     for sub in ("a", "b/c"):
         (tmp_path / sub).mkdir(parents=True)

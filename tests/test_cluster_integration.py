@@ -16,8 +16,8 @@ from typing import Any
 import grpc
 import pytest
 
-from oasis.clients import BrokerClient
-from oasis.launcher import Cluster
+from oasis.cluster.launcher import Cluster
+from oasis.runtime.clients import BrokerClient
 from oasis.v1 import directory_pb2, directory_pb2_grpc
 
 PG = Path("/usr/share/doc/postgresql-doc-15/html")
@@ -53,7 +53,7 @@ def oasis(
     state: Path, *args: str, check: bool = True, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [sys.executable, "-P", "-m", "oasis.cli", *args, "--state-dir", str(state)],
+        [sys.executable, "-m", "oasis.cli", *args, "--state-dir", str(state)],
         capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     if check:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from oasis.config import ConfigError, load_config, parse_config
+from oasis.cluster.config import ConfigError, load_config, parse_config
 
 
 def test_builtin_default_has_three_topics_and_a_web() -> None:

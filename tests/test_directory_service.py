@@ -15,7 +15,7 @@ from service_process import wait_for_address_file
 
 from oasis.directory.__main__ import add_directory
 from oasis.directory.registry import Registry
-from oasis.service import RunningServer, ServerConfig, build_server
+from oasis.runtime.service import RunningServer, ServerConfig, build_server
 from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
 
 
@@ -148,7 +148,6 @@ def test_command_line_serves_writes_address_file_and_drains_on_sigterm(tmp_path:
         ],
         stderr=subprocess.PIPE,
         text=True,
-        cwd=tmp_path,  # not the repository root, whose oasis/ folder would shadow the installed namespace
     )
     try:
         info = wait_for_address_file(

@@ -18,7 +18,7 @@ from oasis.engine.directory_client import DirectoryClient, DirectoryUnavailable,
 from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.servicer import summary_to_proto
 from oasis.engine.topic import Topic
-from oasis.service import RunningServer, ServerConfig, build_server
+from oasis.runtime.service import RunningServer, ServerConfig, build_server
 from oasis.v1 import directory_pb2, directory_pb2_grpc
 
 LEASE = 0.6  # heartbeat every lease/3 = 0.2 s

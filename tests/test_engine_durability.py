@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 from service_process import wait_for_address_file
 
-from oasis.service import channel_options
+from oasis.runtime.service import channel_options
 from oasis.v1 import engine_pb2, engine_pb2_grpc
 
 BATCH = 40

@@ -14,7 +14,7 @@ from oasis.engine.config import EngineConfig
 from oasis.engine.index import TopicIndex
 from oasis.engine.servicer import TOPIC_METADATA_KEY, EngineServicer, add_engine_servicer
 from oasis.engine.topic import Topic
-from oasis.service import ServerConfig, build_server, channel_options
+from oasis.runtime.service import ServerConfig, build_server, channel_options
 from oasis.v1 import engine_pb2, engine_pb2_grpc
 
 TOPIC = Topic(name="space", description="space exploration", keywords=("rocket", "orbit"))

@@ -1,10 +1,14 @@
 """The project installs with pip into a fresh venv beside Robot Framework (import name ``robot``) and
-proto-plus (import name ``proto``), and both sides import: the card's folders live under ``oasis``."""
+proto-plus (import name ``proto``), and both sides import: the card's folders live under ``oasis``. From the
+repository root, the plain editable install the README's commands make resolves every ``oasis.*`` package to
+its source folder (nothing at the root shadows it)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
@@ -22,7 +26,8 @@ from oasis.v1 import engine_pb2, engine_pb2_grpc, robot_pb2
 from robot import run_cli          # Robot Framework's API
 from proto import Message, Field   # proto-plus's API
 import pathlib
-site = pathlib.Path(oasis.__file__).parents[1]
+site = pathlib.Path(oasis.robot.__file__).parents[2]
+assert getattr(oasis, "__file__", None) is None, "oasis is a namespace package"
 assert pathlib.Path(robot.__file__).parent == site / "robot", robot.__file__
 assert pathlib.Path(proto.__file__).parent == site / "proto", proto.__file__
 assert pathlib.Path(oasis.robot.__file__).parent == site / "oasis" / "robot", oasis.robot.__file__
@@ -52,3 +57,33 @@ def test_installs_beside_robotframework_and_proto_plus(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "both sides import" in run.stdout
+
+
+ROOTS = {
+    "oasis.v1": "proto", "oasis.runtime": "runtime", "oasis.web": "web", "oasis.engine": "engine",
+    "oasis.directory": "directory", "oasis.broker": "broker", "oasis.robot": "robot",
+    "oasis.freshness": "freshness", "oasis.replay": "replay", "oasis.bench": "bench",
+    "oasis.cluster": "cluster", "oasis.cli": "cli",
+}  # fmt: skip
+
+FROM_ROOT = """
+import importlib, json, sys
+out = {}
+for name in sys.argv[1:]:
+    out[name] = importlib.import_module(name).__file__
+print(json.dumps(out))
+"""
+
+
+def test_every_package_resolves_to_its_source_folder_from_the_root() -> None:
+    # no -P, no cwd= elsewhere: Python started in the repository root
+    run = subprocess.run(
+        [sys.executable, "-W", "error", "-c", FROM_ROOT, *ROOTS],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    files = json.loads(run.stdout)
+    for name, folder in ROOTS.items():
+        expected = ROOT / folder / Path(*name.split(".")) / "__init__.py"
+        assert Path(files[name]) == expected, (name, files[name])
+    assert not (ROOT / "oasis").exists(), "a root oasis/ folder would shadow the namespace"

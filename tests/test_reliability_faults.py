@@ -20,9 +20,9 @@ import grpc
 import pytest
 from robot_testweb import LocalWeb, html, page
 
-from oasis.clients import BrokerClient, EngineClient, IndexDocument, RobotClient, ServiceError
-from oasis.config import ClusterConfig, TopicConfig
-from oasis.launcher import Cluster, bring_up
+from oasis.cluster.config import ClusterConfig, TopicConfig
+from oasis.cluster.launcher import Cluster, bring_up
+from oasis.runtime.clients import BrokerClient, EngineClient, IndexDocument, RobotClient, ServiceError
 from oasis.v1 import directory_pb2, directory_pb2_grpc, engine_pb2, engine_pb2_grpc
 
 HEARTBEAT = 0.3

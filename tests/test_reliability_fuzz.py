@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from oasis.robot import fetcher as f
 from oasis.robot.processor import DELETED, ERROR, MODIFIED, NEW, UNCHANGED, ResponseProcessor
-from oasis.urls import InvalidURL, canonicalize, host_of
+from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
 BASE = "http://fuzz.test/a/"
 KINDS = [f.OK, f.REDIRECT, f.NOT_FOUND, f.TOO_LARGE, f.TIMEOUT, f.BAD_REDIRECT, f.NON_HTML, f.HTTP_5XX]

@@ -24,7 +24,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from robot_testweb import LocalEngine, LocalWeb, endless_chunked, gzip_bomb, html, page, redirect, send
 from service_process import wait_for_address_file
 
-from oasis.service import MAX_MESSAGE_BYTES
+from oasis.runtime.service import MAX_MESSAGE_BYTES
 from oasis.v1 import engine_pb2, engine_pb2_grpc, robot_pb2, robot_pb2_grpc
 
 MiB = 1024 * 1024
@@ -44,7 +44,7 @@ def proc_status(pid: int, field: str) -> int:
 def start_robot(tmp_path: Path, engine: LocalEngine, *flags: str) -> tuple[subprocess.Popen[bytes], str]:
     address_file = tmp_path / "robot.json"
     cmd = [
-        sys.executable, "-P", "-m", "oasis.robot", "--name", "hostile", "--engine", engine.address,
+        sys.executable, "-m", "oasis.robot", "--name", "hostile", "--engine", engine.address,
         "--state-dir", str(tmp_path / "state"), "--address-file", str(address_file),
         "--log-level", "ERROR", *flags,
     ]  # fmt: skip

@@ -18,10 +18,10 @@ import grpc
 import pytest
 import trustme
 
-from oasis.clients import EngineClient, RobotClient
-from oasis.config import ClusterConfig, RobotSettings, TopicConfig
-from oasis.launcher import Cluster, bring_up
-from oasis.service import Security, open_channel
+from oasis.cluster.config import ClusterConfig, RobotSettings, TopicConfig
+from oasis.cluster.launcher import Cluster, bring_up
+from oasis.runtime.clients import EngineClient, RobotClient
+from oasis.runtime.service import Security, open_channel
 from oasis.v1 import broker_pb2, broker_pb2_grpc, directory_pb2, engine_pb2, robot_pb2
 
 TOKEN = "test-token-4f1c"
@@ -80,7 +80,7 @@ def _restore(saved: dict[str, str | None]) -> None:
 def cli(state: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("OASIS_")}
     return subprocess.run(
-        [sys.executable, "-P", "-m", "oasis.cli", *args, "--state-dir", str(state)],
+        [sys.executable, "-m", "oasis.cli", *args, "--state-dir", str(state)],
         capture_output=True, text=True, timeout=60, env={**base, **env},
     )  # fmt: skip
 
@@ -179,7 +179,7 @@ def test_index_writes_for_another_topic_or_host_are_refused(tmp_path: Path) -> N
     from oasis.engine.config import EngineConfig
     from oasis.engine.index import TopicIndex
     from oasis.engine.servicer import TOPIC_METADATA_KEY, EngineServicer, add_engine_servicer
-    from oasis.service import ServerConfig, build_server
+    from oasis.runtime.service import ServerConfig, build_server
     from oasis.v1 import engine_pb2_grpc
 
     config = EngineConfig(

@@ -1,4 +1,4 @@
-"""The response processor: parsing via oasis.web.html, scoring with the engine's topic model, change
+"""The response processor: parsing via oasis.runtime.html, scoring with the engine's topic model, change
 detection by content hash, and what every kind of failed fetch turns into."""
 
 from __future__ import annotations

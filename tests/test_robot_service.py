@@ -49,7 +49,7 @@ def web() -> Iterator[LocalWeb]:
 def start_robot(tmp_path: Path, engine: LocalEngine, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     address_file = tmp_path / f"robot-{time.monotonic_ns()}.json"
     cmd = [
-        sys.executable, "-P", "-m", "oasis.robot", "--name", "r1", "--engine", engine.address,
+        sys.executable, "-m", "oasis.robot", "--name", "r1", "--engine", engine.address,
         "--state-dir", str(tmp_path / "state"), "--address-file", str(address_file),
         "--min-delay", "0.01", "--max-in-flight", "4", "--checkpoint-interval", str(INTERVAL),
         "--log-level", "WARNING", *extra,

@@ -17,7 +17,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from oasis.service import RunningServer, ServerConfig, build_server
+from oasis.runtime.service import RunningServer, ServerConfig, build_server
 
 ECHO = "test.Echo"
 
@@ -87,7 +87,7 @@ SERVER_SCRIPT = textwrap.dedent(
     """
     import sys, time, grpc
     from pathlib import Path
-    from oasis.service import ServerConfig, build_server, run_until_signal
+    from oasis.runtime.service import ServerConfig, build_server, run_until_signal
 
     def add(server):
         def echo(request, context):

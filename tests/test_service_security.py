@@ -10,7 +10,7 @@ import pytest
 import trustme
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from oasis.service import RunningServer, Security, ServerConfig, build_server, open_channel
+from oasis.runtime.service import RunningServer, Security, ServerConfig, build_server, open_channel
 
 SERVICE = "test.Echo"
 

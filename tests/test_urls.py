@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oasis.urls import InvalidURL, canonicalize, host_of
+from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
 
 @pytest.mark.parametrize(

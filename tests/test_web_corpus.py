@@ -11,7 +11,8 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from oasis.urls import canonicalize
+from oasis.runtime.html import parse_html
+from oasis.runtime.urls import canonicalize
 from oasis.web.corpora import (
     DEBIAN_CORPORA,
     CorpusNotInstalled,
@@ -20,7 +21,6 @@ from oasis.web.corpora import (
     require_installed,
 )
 from oasis.web.corpus import CorpusError, load_corpus, load_graph, load_html_tree, load_multi_host, load_warc
-from oasis.web.html import parse_html
 from oasis.web.model import Corpus, Link, Page, relevance_map
 
 

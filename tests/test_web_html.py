@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oasis.urls import canonicalize
-from oasis.web.html import decode_html, parse_html
+from oasis.runtime.html import decode_html, parse_html
+from oasis.runtime.urls import canonicalize
 
 BASE = "http://Example.COM:80/docs/page.html"
 

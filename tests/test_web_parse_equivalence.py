@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oasis.urls import InvalidURL, canonicalize
-from oasis.web import html
-from oasis.web.html import ParsedPage, parse_html, resolve_link
+from oasis.runtime import html
+from oasis.runtime.html import ParsedPage, parse_html, resolve_link
+from oasis.runtime.urls import InvalidURL, canonicalize
 
 CORPORA = {
     "postgresql-doc-15": Path("/usr/share/doc/postgresql-doc-15/html"),

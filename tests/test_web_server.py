@@ -17,8 +17,8 @@ import pytest
 import requests
 from protego import Protego
 
+from oasis.runtime.html import parse_html
 from oasis.web.corpus import load_multi_host
-from oasis.web.html import parse_html
 from oasis.web.server import Behaviour, Fault, ReplayedWeb, RobotsPolicy
 from oasis.web.synthetic import synthetic_web
 

@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from oasis.urls import canonicalize
-from oasis.web.html import parse_html
+from oasis.runtime.html import parse_html
+from oasis.runtime.urls import canonicalize
 from oasis.web.model import relevance_map
 from oasis.web.synthetic import (
     TOPIC_VOCABULARIES,

@@ -1,0 +1,323 @@
+"""``oasis bench crawl``: pages/s of the live robot against a local replayed web, as ratios against a plain
+``requests`` loop and against Scrapy, all crawling the same server in the same run.
+
+Rows (each crawls breadth-first-ish from the corpus seed until ``--pages`` pages, robots.txt obeyed):
+
+* plain: one ``requests.Session``, sequential: fetch, parse with :func:`oasis.runtime.html.parse_html`,
+  queue new in-scope links (the baseline: what a ten-line crawler does);
+* robot-null: our robot with politeness off, scoring and indexing replaced by a no-op in-process engine
+  (the runtime's own cost: fetchers, fetcher controller, processor, request controller);
+* robot: our robot with politeness off and a real engine (``python -m oasis.engine``) over gRPC: every page
+  parsed, scored (Score RPC) and indexed in acknowledged batches;
+* scrapy: Scrapy (installed only into a separate venv under ``~/.cache/oasis-bench``, never a project
+  dependency) with the same concurrency, link extraction by its own selectors, no scoring or indexing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+SCRAPY_VENV = Path.home() / ".cache" / "oasis-bench" / "scrapy-venv"
+SCRAPY_VERSION = "scrapy>=2.11"
+
+SPIDER = textwrap.dedent(
+    """
+    import json, sys, time
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.linkextractors import LinkExtractor
+
+    seed, host, out = sys.argv[1], sys.argv[2], sys.argv[5]
+    pages, concurrency = int(sys.argv[3]), int(sys.argv[4])
+    times = {}
+
+    class Bench(scrapy.Spider):
+        name = "bench"
+        start_urls = [seed]
+        extractor = LinkExtractor()
+
+        def parse(self, response):
+            times.setdefault("first", time.monotonic())
+            times["last"] = time.monotonic()
+            times["n"] = times.get("n", 0) + 1
+            for link in self.extractor.extract_links(response):
+                if link.url.split("/")[2] == host:
+                    yield response.follow(link.url, self.parse)
+
+    process = CrawlerProcess(settings={
+        "LOG_LEVEL": "ERROR", "ROBOTSTXT_OBEY": True, "CONCURRENT_REQUESTS": concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency, "CONCURRENT_REQUESTS_PER_IP": 0,
+        "DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CLOSESPIDER_PAGECOUNT": pages,
+        "TELNETCONSOLE_ENABLED": False, "COOKIES_ENABLED": False, "RETRY_ENABLED": False,
+        "DEPTH_PRIORITY": 1, "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    })
+    start = time.monotonic()
+    process.crawl(Bench)
+    process.start()
+    json.dump({"pages": times.get("n", 0), "seconds": time.monotonic() - start,
+               "first_to_last": times.get("last", 0) - times.get("first", 0)}, open(out, "w"))
+    """
+)
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("crawl", help="robot pages/s vs a plain requests loop and Scrapy on a local web")
+    p.add_argument(
+        "--corpus", default=None, help="corpus spec (default debian:postgresql-doc-15, else synthetic)"
+    )
+    p.add_argument("--pages", type=int, default=400, help="pages per crawl")
+    p.add_argument("--concurrency", type=int, default=8, help="requests in flight (robot max, Scrapy)")
+    p.add_argument(
+        "--repeats", type=int, default=1, help="alternate the rows this many times; report medians"
+    )
+    p.add_argument("--no-scrapy", action="store_true", help="skip Scrapy (no venv, no install)")
+    p.add_argument("--json-out", type=Path, default=None, help="write the results as JSON here")
+    p.add_argument("--plot", type=Path, default=None, help="write a bar chart (PNG) here")
+    p.set_defaults(func=run)
+
+
+def _plain_loop(seed: str, host: str, pages: int) -> tuple[int, float]:
+    import requests
+    from protego import Protego
+
+    from oasis.runtime.html import parse_html
+
+    session = requests.Session()
+    start = time.perf_counter()
+    robots = Protego.parse(session.get(f"http://{host}/robots.txt", timeout=10).text)
+    queue: deque[str] = deque([seed])
+    seen = {seed}
+    n = 0
+    while queue and n < pages:
+        url = queue.popleft()
+        if not robots.can_fetch(url, "OasisRobot"):
+            continue
+        resp = session.get(url, timeout=10)
+        n += 1
+        if resp.status_code != 200 or "html" not in resp.headers.get("Content-Type", ""):
+            continue
+        for link in parse_html(resp.content, url).links:
+            if link.url not in seen and link.url.split("/")[2] == host:
+                seen.add(link.url)
+                queue.append(link.url)
+    return n, time.perf_counter() - start
+
+
+class _NullEngine:
+    """Scores 0 and acknowledges every batch without storing it: isolates the robot's own runtime cost."""
+
+    def score(self, pages: Sequence[tuple[str, str]]) -> list[float]:
+        return [0.0] * len(pages)
+
+    def index(self, docs: Sequence[Any]) -> Any:
+        from oasis.robot.engine_port import IndexResult
+
+        return IndexResult(len(docs), len(docs), 0, 0, ())
+
+    def close(self) -> None:
+        return None
+
+
+def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: str | None) -> dict[str, Any]:
+    from oasis.robot.config import RobotConfig
+    from oasis.robot.crawler import Crawler
+    from oasis.robot.engine_client import EngineClient
+    from oasis.robot.engine_port import EngineLike
+    from oasis.robot.scheduling import make_controller
+
+    config = RobotConfig(
+        name="bench", politeness=False, max_in_flight=concurrency, max_pages=pages,
+        allowed_hosts=frozenset({host}), checkpoint_interval=10**9,
+    )  # fmt: skip
+    engine: EngineLike = EngineClient(engine_address) if engine_address else _NullEngine()
+    crawler = Crawler(config, make_controller("bfs", rng=random.Random(0)), engine)
+    try:
+        crawler.add_seeds([seed])
+        start = time.perf_counter()
+        status = crawler.run(timeout=600)
+        seconds = time.perf_counter() - start
+    finally:
+        crawler.close()
+        engine.close()
+    fc = status.fetcher_controller
+    return {
+        "pages": status.pages_fetched,
+        "seconds": seconds,
+        "indexed": status.pages_indexed,
+        "starts_per_decision": fc.get("started", 0) / max(1.0, fc.get("decisions", 1)),
+        "max_target_in_flight": fc.get("max_target_in_flight", 0),
+        "service_rate_per_s": fc.get("service_rate_per_s", 0),
+    }
+
+
+def _ensure_scrapy() -> Path | None:
+    python = SCRAPY_VENV / "bin" / "python"
+    if (
+        python.exists()
+        and subprocess.run([str(python), "-c", "import scrapy"], capture_output=True).returncode == 0
+    ):
+        return python
+    print(f"installing Scrapy into {SCRAPY_VENV} (benchmark only) ...", file=sys.stderr)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", SCRAPY_VERSION], check=True, timeout=900)
+    except (subprocess.SubprocessError, OSError) as exc:
+        logger.warning("could not install Scrapy: %s", exc)
+        return None
+    return python
+
+
+def _scrapy(python: Path, seed: str, host: str, pages: int, concurrency: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="oasis-scrapy-") as tmp:
+        spider = Path(tmp) / "spider.py"
+        out = Path(tmp) / "out.json"
+        spider.write_text(SPIDER)
+        subprocess.run(
+            [str(python), str(spider), seed, host, str(pages), str(concurrency), str(out)],
+            check=True, cwd=tmp, timeout=600,
+        )  # fmt: skip
+        data = json.loads(out.read_text())
+    return {"pages": data["pages"], "seconds": data["seconds"], "crawl_seconds": data["first_to_last"]}
+
+
+def _start_engine(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    address_file = workdir / "engine.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "oasis.engine", "--name", "bench", "--topic", "databases",
+            "--keywords", "sql,query,index,transaction,table", "--index-dir", str(workdir / "index"),
+            "--address-file", str(address_file), "--log-level", "WARNING",
+        ],
+        cwd=workdir,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not address_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("benchmark engine did not start")
+        time.sleep(0.1)
+    return proc, str(json.loads(address_file.read_text())["address"])
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from oasis.web.corpus import load_corpus
+    from oasis.web.server import ReplayedWeb
+
+    spec = args.corpus
+    if spec is None:
+        spec = "debian:postgresql-doc-15" if Path("/usr/share/doc/postgresql-doc-15/html").is_dir() else (
+            "synthetic:pages=1500,hosts=1,topics=3,seed=1"
+        )  # fmt: skip
+    print(f"loading {spec} ...", file=sys.stderr)
+    corpus = load_corpus(spec)
+    scrapy_python = None if args.no_scrapy else _ensure_scrapy()
+    rows: dict[str, list[dict[str, Any]]] = {"plain": [], "robot-null": [], "robot": [], "scrapy": []}
+    with tempfile.TemporaryDirectory(prefix="oasis-bench-crawl-") as tmp, ReplayedWeb(corpus) as web:
+        seed = web.seeds[0]
+        host = seed.split("/")[2]
+        for r in range(args.repeats):
+            print(f"round {r + 1}/{args.repeats}", file=sys.stderr)
+            n, s = _plain_loop(seed, host, args.pages)
+            rows["plain"].append({"pages": n, "seconds": s})
+            rows["robot-null"].append(_robot(seed, host, args.pages, args.concurrency, None))
+            engine_dir = Path(tmp) / f"engine{r}"
+            engine_dir.mkdir()
+            proc, address = _start_engine(engine_dir)
+            try:
+                rows["robot"].append(_robot(seed, host, args.pages, args.concurrency, address))
+            finally:
+                proc.terminate()
+                proc.wait(30)
+            if scrapy_python is not None:
+                rows["scrapy"].append(_scrapy(scrapy_python, seed, host, args.pages, args.concurrency))
+    result: dict[str, Any] = {
+        "corpus": spec,
+        "pages": args.pages,
+        "concurrency": args.concurrency,
+        "repeats": args.repeats,
+        "cpus": os.cpu_count(),
+        "rows": {},
+    }
+    base = _median([x["pages"] / x["seconds"] for x in rows["plain"]])
+    print(
+        f"\ncrawl benchmark: {spec}, {args.pages} pages, concurrency {args.concurrency}, "
+        f"{args.repeats} round(s)"
+    )
+    print(f"{'crawler':<12} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'vs plain':>9}  work per page")
+    work = {
+        "plain": "fetch + parse_html, sequential",
+        "robot-null": "fetch + parse_html + controllers (no engine)",
+        "robot": "fetch + parse_html + Score RPC + acked Index RPC",
+        "scrapy": "fetch + Scrapy link extraction",
+    }
+    for name, runs in rows.items():
+        if not runs:
+            continue
+        rate = _median([x["pages"] / x["seconds"] for x in runs])
+        entry = {
+            "pages_per_s": round(rate, 2),
+            "ratio_vs_plain": round(rate / base, 3),
+            "runs": runs,
+            "work": work[name],
+        }
+        result["rows"][name] = entry
+        pages = int(_median([x["pages"] for x in runs]))
+        secs = _median([x["seconds"] for x in runs])
+        print(f"{name:<12} {pages:>6} {secs:>8.2f} {rate:>8.1f} {rate / base:>8.2f}x  {work[name]}")
+    if "scrapy" in result["rows"]:
+        for name in ("robot", "robot-null"):
+            result["rows"][name]["ratio_vs_scrapy"] = round(
+                result["rows"][name]["pages_per_s"] / result["rows"]["scrapy"]["pages_per_s"], 3
+            )
+        print(
+            f"robot / scrapy = {result['rows']['robot']['ratio_vs_scrapy']:.2f}x, "
+            f"robot-null / scrapy = {result['rows']['robot-null']['ratio_vs_scrapy']:.2f}x"
+        )
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps(result, indent=1))
+    if args.plot is not None:
+        _plot(result, args.plot)
+    return 0
+
+
+def _plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(result["rows"])
+    rates = [result["rows"][n]["pages_per_s"] for n in names]
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    bars = ax.bar(names, rates, color=["#999999", "#6a9fd8", "#1f5fa8", "#d08c3c"][: len(names)])
+    for bar, rate in zip(bars, rates, strict=True):
+        ax.annotate(f"{rate:.0f}", (bar.get_x() + bar.get_width() / 2, rate), ha="center", va="bottom")
+    ax.set_ylabel("pages / s (median)")
+    ax.set_title(
+        f"{result['corpus']}: {result['pages']} pages, concurrency {result['concurrency']}", fontsize=9
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,122 @@
+"""``oasis bench load``: N concurrent clients against the broker over 3 engines (a real local cluster).
+
+For each concurrency level a fixed number of queries is sent; the table gives throughput, p50/p99 latency of
+answered queries and errors by status code. Up to the broker's concurrency limit every query must be
+answered; beyond it the broker sheds load with RESOURCE_EXHAUSTED at once instead of queueing until
+deadlines pass (graceful, not collapse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from oasis.bench._stats import percentile
+from oasis.cluster.config import ClusterConfig, TopicConfig
+from oasis.cluster.launcher import Cluster, bring_up
+from oasis.runtime.clients import BrokerClient, EngineClient, IndexDocument, ServiceError
+
+logger = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("load", help="concurrent clients against the broker over 3 engines")
+    p.add_argument("--pages", type=int, default=3000, help="synthetic pages split over the 3 engines")
+    p.add_argument("--levels", default="1,4,16,64", help="client concurrency levels")
+    p.add_argument("--queries", type=int, default=400, help="queries per level")
+    p.add_argument("--limit", type=int, default=16, help="broker's max concurrent queries")
+    p.add_argument("--deadline-ms", type=int, default=2000)
+    p.add_argument("--json-out", type=Path, default=Path("out/bench_load.json"))
+    p.set_defaults(func=run)
+
+
+def _load_documents(cluster: Cluster, pages: int) -> list[str]:
+    """Index a synthetic web split by topic into the three engines; return query words per topic."""
+    import numpy as np
+
+    from oasis.web.synthetic import SyntheticSpec, SyntheticWeb
+
+    web = SyntheticWeb(SyntheticSpec(pages=pages, hosts=3, topics=3, seed=11))
+    by_topic: dict[str, list[IndexDocument]] = {name: [] for name in web.topic_names}
+    for i in range(web.spec.hosts, web.n):
+        name = web.topic_names[int(np.argmax([web.relevance_to(k)[i] for k in range(3)]))]
+        by_topic[name].append(IndexDocument(url=web.url(i), title=web.title(i), text=web.text(i)))
+    for name, docs in by_topic.items():
+        client = EngineClient(cluster.get(name).address)
+        try:
+            client.index(docs)
+        finally:
+            client.close()
+    return [w for vocab in web.vocabularies for w in vocab[:20]]
+
+
+def _one_level(address: str, clients: int, queries: list[str], deadline_ms: int) -> dict[str, Any]:
+    broker = BrokerClient(address)
+    latencies: list[float] = []
+    codes: Counter[str] = Counter()
+
+    def ask(query: str) -> None:
+        start = time.perf_counter()
+        try:
+            broker.search(query, k=10, deadline_ms=deadline_ms)
+        except ServiceError as exc:
+            codes[exc.code] += 1
+            return
+        latencies.append((time.perf_counter() - start) * 1000)
+        codes["OK"] += 1
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        list(pool.map(ask, queries))
+    wall = time.perf_counter() - started
+    broker.close()
+    return {
+        "clients": clients,
+        "queries": len(queries),
+        "answered": codes["OK"],
+        "qps": codes["OK"] / wall,
+        "p50_ms": percentile(latencies, 50) if latencies else None,
+        "p99_ms": percentile(latencies, 99) if latencies else None,
+        "errors": {k: v for k, v in codes.items() if k != "OK"},
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    levels = [int(x) for x in args.levels.split(",")]
+    topics = tuple(TopicConfig(name=n, description=n, keywords=(n,)) for n in ("databases", "python", "web"))
+    config = ClusterConfig(
+        topics=topics, max_concurrent_queries=args.limit, default_deadline_ms=args.deadline_ms
+    )
+    rng = random.Random(5)
+    with tempfile.TemporaryDirectory(prefix="oasis-load-") as tmp:
+        cluster = bring_up(config, Path(tmp), robots=False, log_level="WARNING")
+        try:
+            words = _load_documents(cluster, args.pages)
+            address = cluster.get("broker").address
+            rows = []
+            for clients in tqdm(levels, desc="load levels", file=sys.stderr):
+                queries = [" ".join(rng.sample(words, 2)) for _ in range(args.queries)]
+                rows.append(_one_level(address, clients, queries, args.deadline_ms))
+        finally:
+            cluster.down()
+    print(f"broker over 3 engines, {args.pages} pages, broker limit {args.limit} concurrent queries")
+    print(f"{'clients':>8} {'answered':>9} {'qps':>8} {'p50 ms':>8} {'p99 ms':>8}  errors")
+    for r in rows:
+        p50 = "-" if r["p50_ms"] is None else f"{r['p50_ms']:.1f}"
+        p99 = "-" if r["p99_ms"] is None else f"{r['p99_ms']:.1f}"
+        print(f"{r['clients']:>8} {r['answered']:>9} {r['qps']:>8.1f} {p50:>8} {p99:>8}  {r['errors'] or ''}")
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    args.json_out.write_text(json.dumps({"limit": args.limit, "pages": args.pages, "levels": rows}, indent=2))
+    print(f"wrote {args.json_out}")
+    return 0

@@ -1,0 +1,199 @@
+"""``oasis bench query-latency``: query latency p50/p99 and queries/s of three ways to search.
+
+* ``direct``: the central Whoosh index (``TopicIndex``) searched in this process (the baseline);
+* ``engine``: the same central index served by one ``python -m oasis.engine`` over gRPC;
+* ``broker``: ``python -m oasis.broker`` over the three topic engines (route, fan-out, merge).
+
+Latency is measured one query at a time; throughput with ``--clients`` concurrent client threads. Results
+are also given as ratios to ``direct`` measured in the same run (absolute times drift on a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from oasis.bench._cluster import enter_cluster, open_central_copy
+from oasis.bench._stats import percentile
+from oasis.engine.index import InvalidQuery
+from oasis.runtime.service import open_channel
+from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc
+
+logger = logging.getLogger(__name__)
+
+Search = Callable[[str], int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    mode: str
+    queries: int
+    p50_ms: float
+    p99_ms: float
+    qps: float
+    p50_ratio: float = 1.0  # to direct
+    qps_ratio: float = 1.0
+
+
+def measure(mode: str, search: Search, queries: list[str], repeats: int, clients: int) -> Row:
+    for q in queries:  # warm caches and channels
+        search(q)
+    latencies: list[float] = []
+    for _ in tqdm(range(repeats), desc=f"{mode} latency", unit="pass", leave=False):
+        for q in queries:
+            start = time.perf_counter()
+            search(q)
+            latencies.append((time.perf_counter() - start) * 1000.0)
+    work = queries * repeats
+    lock = threading.Lock()
+    position = [0]
+
+    def worker() -> None:
+        while True:
+            with lock:
+                i = position[0]
+                position[0] += 1
+            if i >= len(work):
+                return
+            search(work[i])
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        for f in [pool.submit(worker) for _ in range(clients)]:
+            f.result()
+    qps = len(work) / (time.perf_counter() - start)
+    return Row(
+        mode=mode,
+        queries=len(latencies),
+        p50_ms=statistics.median(latencies),
+        p99_ms=percentile(latencies, 99),
+        qps=qps,
+    )
+
+
+def start_broker(directory: str, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    address_file = workdir / "broker.address.json"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "oasis.broker",
+            "--directory",
+            directory,
+            "--address-file",
+            str(address_file),
+            "--log-level",
+            "WARNING",
+        ],
+        cwd=workdir,
+    )
+    deadline = time.monotonic() + 60
+    while not address_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("broker did not start")
+        time.sleep(0.05)
+    return proc, json.loads(address_file.read_text())["address"]
+
+
+def run(args: argparse.Namespace) -> int:
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="oasis-query-latency-") as tmp, ExitStack() as stack:
+        workdir = Path(tmp)
+        cluster = enter_cluster(stack, workdir, args)
+        if cluster is None:
+            return 0
+        broker_proc = None
+        try:
+            cluster.register(500)  # the engines' default summary size
+            index = open_central_copy(cluster.central_dir, workdir / "central-direct")
+            queries = []
+            for _, q in cluster.queries:
+                try:
+                    index.parse_query(q)
+                    queries.append(q)
+                except InvalidQuery:
+                    continue
+
+            def direct(q: str) -> int:
+                return len(index.search(q, limit=10).hits)
+
+            rows.append(measure("direct", direct, queries, args.repeats, args.clients))
+            index.close()
+
+            with open_channel(cluster.central_engine.address) as ch:
+                engine = engine_pb2_grpc.EngineStub(ch)
+
+                def one_engine(q: str) -> int:
+                    return len(engine.Search(engine_pb2.SearchRequest(query=q, limit=10), timeout=10).hits)
+
+                rows.append(measure("engine", one_engine, queries, args.repeats, args.clients))
+
+            broker_proc, address = start_broker(cluster.directory.address, workdir)
+            partial = [0]
+            with open_channel(address) as ch:
+                broker = broker_pb2_grpc.BrokerStub(ch)
+
+                def brokered(q: str) -> int:
+                    reply = broker.Search(
+                        broker_pb2.BrokerSearchRequest(query=q, k=10, deadline_ms=5000), timeout=10
+                    )
+                    partial[0] += reply.partial
+                    return len(reply.hits)
+
+                rows.append(measure("broker", brokered, queries, args.repeats, args.clients))
+            if partial[0]:
+                logger.warning("%d broker replies were partial", partial[0])
+        finally:
+            if broker_proc is not None:
+                broker_proc.terminate()
+                broker_proc.wait(timeout=20)
+    base = rows[0]
+    rows = [
+        Row(**{**asdict(r), "p50_ratio": r.p50_ms / base.p50_ms, "qps_ratio": r.qps / base.qps}) for r in rows
+    ]
+    print(f"{len(queries)} queries x {args.repeats} passes; throughput with {args.clients} client threads")
+    print(
+        "{:>7} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10}".format(
+            "mode", "queries", "p50 ms", "p99 ms", "q/s", "p50/direct", "qps/direct"
+        )
+    )
+    for r in rows:
+        print(
+            f"{r.mode:>7} {r.queries:>8} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} {r.qps:>8.1f} "
+            f"{r.p50_ratio:>10.2f} {r.qps_ratio:>10.2f}"
+        )
+    if args.json_out:
+        Path(args.json_out).write_text(
+            json.dumps(
+                {"benchmark": "query-latency", "clients": args.clients, "rows": [asdict(r) for r in rows]},
+                indent=2,
+            )
+        )
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("query-latency", help="p50/p99 and q/s: direct Whoosh vs one engine vs broker")
+    p.add_argument("--docs-per-topic", type=int, default=300)
+    p.add_argument("--queries-per-topic", type=int, default=12)
+    p.add_argument("--repeats", type=int, default=5, help="passes over the query set for latency")
+    p.add_argument("--clients", type=int, default=4, help="concurrent client threads for throughput")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json-out", default=None)
+    p.set_defaults(func=run)

@@ -1,0 +1,66 @@
+"""``python -m oasis.directory``: run the engine directory service."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from oasis.directory.registry import Registry
+from oasis.directory.servicer import DirectoryServicer
+from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.v1 import directory_pb2, directory_pb2_grpc
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirectoryConfig:
+    host: str = "127.0.0.1"
+    port: int = 0
+    address_file: Path | None = None
+    lease_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not self.lease_seconds > 0:
+            raise ValueError(f"lease_seconds must be > 0, got {self.lease_seconds}")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m oasis.directory", description="Oasis engine directory")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--address-file", type=Path, default=None)
+    p.add_argument("--lease-seconds", type=float, default=5.0)
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+def add_directory(server: grpc.Server, registry: Registry) -> list[str]:
+    directory_pb2_grpc.add_DirectoryServicer_to_server(DirectoryServicer(registry), server)
+    return [directory_pb2.DESCRIPTOR.services_by_name["Directory"].full_name]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging(args.log_level)
+    config = DirectoryConfig(
+        host=args.host, port=args.port, address_file=args.address_file, lease_seconds=args.lease_seconds
+    )
+    registry = Registry(lease_seconds=config.lease_seconds, clock=time.monotonic)
+    running = build_server(
+        ServerConfig(host=config.host, port=config.port, address_file=config.address_file),
+        lambda server: add_directory(server, registry),
+    )
+    run_until_signal(running)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

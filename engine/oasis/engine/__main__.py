@@ -1,0 +1,98 @@
+"""``python -m oasis.engine``: run one per-topic engine (see docs/engine.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from oasis.engine.config import EngineConfig, parse_allowed_hosts
+from oasis.engine.index import IndexBusy, TopicIndex
+from oasis.engine.relevance import RelevanceModel
+from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_to_proto
+from oasis.engine.topic import InvalidTopic, Topic
+from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m oasis.engine", description="Oasis per-topic search engine")
+    p.add_argument("--name", required=True, help="engine name (directory registration key)")
+    p.add_argument("--topic", required=True, help="topic name")
+    p.add_argument("--description", default="", help="topic description (free text)")
+    p.add_argument("--keywords", default="", help="comma-separated topic keywords")
+    p.add_argument("--index-dir", required=True, type=Path, help="Whoosh index directory (created if absent)")
+    p.add_argument(
+        "--directory", default=None, help="HOST:PORT of the engine directory (omit: no registration)"
+    )
+    p.add_argument("--heartbeat-seconds", type=float, default=1.0)
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
+    p.add_argument("--batch-size", type=int, default=256, help="commit after this many buffered operations")
+    p.add_argument("--limitmb", type=int, default=256, help="Whoosh writer memory limit per commit (MB)")
+    p.add_argument(
+        "--summary-terms",
+        type=int,
+        default=EngineConfig.summary_terms,
+        help="terms in the summary for the directory (routing skips engines lacking all query terms)",
+    )
+    p.add_argument("--allowed-hosts", default="", help="comma-separated hosts; refuse to index any other")
+    p.add_argument("--log-level", default="INFO")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        config = EngineConfig(
+            name=args.name,
+            topic=Topic.parse(args.topic, args.description, args.keywords),
+            index_dir=args.index_dir,
+            directory=args.directory,
+            heartbeat_seconds=args.heartbeat_seconds,
+            batch_size=args.batch_size,
+            limitmb=args.limitmb,
+            summary_terms=args.summary_terms,
+            allowed_hosts=parse_allowed_hosts(args.allowed_hosts),
+        )
+        server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)
+        RelevanceModel.from_topic(config.topic)  # the profile must have indexable terms
+    except (ValueError, InvalidTopic) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        index = TopicIndex.open(config.index_dir, config.topic, limitmb=config.limitmb, limits=config.limits)
+    except (IndexBusy, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    registration = None
+    try:
+        servicer = EngineServicer(index, config)
+        running = build_server(server_config, lambda server: add_engine_servicer(server, servicer))
+        if config.directory is not None:
+            from oasis.engine.directory_client import DirectoryClient, Registration
+
+            registration = Registration(
+                DirectoryClient(config.directory, timeout=config.rpc_timeout_seconds),
+                name=config.name,
+                address=running.address,
+                summary_fn=lambda: (index.generation, summary_to_proto(index.summary(config.summary_terms))),
+                heartbeat_seconds=config.heartbeat_seconds,
+            )
+            registration.start()
+        run_until_signal(running)
+    finally:
+        if registration is not None:
+            registration.stop()
+        index.close()
+        logger.info("engine %s stopped", config.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Keeps this engine registered with the directory: Register, then Heartbeat every lease/3 with the summary;
+Register again when the directory forgets us (known=false) or was unreachable; Deregister on stop."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from oasis.runtime.service import open_channel
+from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
+
+logger = logging.getLogger(__name__)
+
+
+class DirectoryUnavailable(RuntimeError):
+    """The directory could not be reached or refused a call."""
+
+
+class DirectoryClient:
+    """Thin adapter over the Directory stub: always a timeout, grpc.RpcError -> DirectoryUnavailable."""
+
+    def __init__(self, address: str, *, timeout: float = 2.0) -> None:
+        self._channel = open_channel(address)
+        self._stub = directory_pb2_grpc.DirectoryStub(self._channel)
+        self._timeout = timeout
+        self.address = address
+
+    def _call(self, method: Callable[..., Any], request: Any) -> Any:
+        try:
+            return method(request, timeout=self._timeout)
+        except grpc.RpcError as exc:
+            raise DirectoryUnavailable(
+                f"directory {self.address}: {exc.code().name}: {exc.details()}"
+            ) from exc
+
+    def register(self, name: str, address: str, summary: common_pb2.TopicSummary) -> float:
+        info = directory_pb2.EngineInfo(name=name, address=address, summary=summary)
+        reply = self._call(self._stub.Register, directory_pb2.RegisterRequest(engine=info))
+        return float(reply.lease_seconds)
+
+    def heartbeat(self, name: str, summary: common_pb2.TopicSummary | None) -> tuple[bool, float]:
+        request = directory_pb2.HeartbeatRequest(name=name)
+        if summary is not None:
+            request.summary.CopyFrom(summary)
+        reply = self._call(self._stub.Heartbeat, request)
+        return bool(reply.known), float(reply.lease_seconds)
+
+    def deregister(self, name: str) -> bool:
+        return bool(self._call(self._stub.Deregister, directory_pb2.DeregisterRequest(name=name)).removed)
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+class Registration:
+    """Daemon thread that keeps the lease alive. ``summary_fn`` returns (generation, summary); the summary
+    is sent with a heartbeat only when its generation changed since the last one the directory got."""
+
+    def __init__(
+        self,
+        client: DirectoryClient,
+        *,
+        name: str,
+        address: str,
+        summary_fn: Callable[[], tuple[int, common_pb2.TopicSummary]],
+        heartbeat_seconds: float,
+    ) -> None:
+        if heartbeat_seconds <= 0:
+            raise ValueError("heartbeat_seconds must be > 0")
+        self._client = client
+        self._name = name
+        self._address = address
+        self._summary_fn = summary_fn
+        self._heartbeat = heartbeat_seconds
+        self._interval = heartbeat_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"directory-{name}", daemon=True)
+        self._registered = False
+        self._sent_generation: int | None = None
+        self.registrations = 0  # how many times Register succeeded (a directory restart adds one)
+        self.heartbeats = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._tick()
+            except DirectoryUnavailable as exc:
+                if self._registered:
+                    logger.warning("lost the directory: %s", exc)
+                self._registered = False
+            except Exception:
+                logger.error("directory registration loop failed", exc_info=True)
+                self._registered = False
+            self._stop.wait(self._interval)
+
+    def _tick(self) -> None:
+        generation, summary = self._summary_fn()
+        if not self._registered:
+            lease = self._client.register(self._name, self._address, summary)
+            self._registered = True
+            self._sent_generation = generation
+            self.registrations += 1
+            self._interval = self._next_interval(lease)
+            logger.info(
+                "registered %s at %s with %s (lease %.1fs)",
+                self._name,
+                self._address,
+                self._client.address,
+                lease,
+            )
+            return
+        changed = generation != self._sent_generation
+        known, lease = self._client.heartbeat(self._name, summary if changed else None)
+        self.heartbeats += 1
+        if not known:
+            logger.info(
+                "directory does not know %s (restart or expired lease): registering again", self._name
+            )
+            self._registered = False
+            self._tick()  # register again at once
+            return
+        if changed:
+            self._sent_generation = generation
+        self._interval = self._next_interval(lease)
+
+    def _next_interval(self, lease: float) -> float:
+        """Heartbeat every lease/3, never slower than the configured period."""
+        return min(self._heartbeat, lease / 3.0) if lease > 0 else self._heartbeat
+
+    @property
+    def registered(self) -> bool:
+        return self._registered
+
+    def stop(self, *, deregister: bool = True) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        if deregister and self._registered:
+            try:
+                self._client.deregister(self._name)
+            except DirectoryUnavailable as exc:
+                logger.warning("could not deregister: %s", exc)
+        self._registered = False
+        self._client.close()

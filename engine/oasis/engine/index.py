@@ -1,0 +1,695 @@
+"""TopicIndex: one topic's Whoosh index (BM25F) keyed by canonical URL (pure domain: no grpc).
+
+Writes arrive as batches of operations (:meth:`TopicIndex.apply`); one batch is one Whoosh commit, so a batch
+is applied entirely or not at all. Whoosh itself never calls fsync, so the storage used here
+(:class:`DurableFileStorage`) fsyncs every file it closes before Whoosh renames the new table of contents
+into place, and fsyncs the directory after the rename: when ``apply`` returns, the batch is on disk.
+
+Recovery (``TopicIndex.open`` on a directory a killed engine left behind): the engine holds an ``flock`` on
+``oasis-engine.lock`` for its lifetime (the kernel drops it when the process dies, even on kill -9), so a
+second live engine on the same directory is refused with the owner's pid. Whoosh's ``MAIN_WRITELOCK`` is
+an ``flock`` too; its file may be left behind but is not a held lock, and ``open`` verifies that it can be
+taken. Writer scratch directories of dead writers are removed. Segments a killed writer wrote but never
+listed in a committed table of contents are invisible and are deleted by Whoosh at the next commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import html
+import logging
+import math
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from whoosh import highlight, qparser, scoring
+from whoosh import query as wquery
+from whoosh.fields import ID, STORED, TEXT, Schema
+from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
+
+from oasis.engine.relevance import RelevanceModel, idf, idf_table, make_analyzer
+from oasis.engine.topic import Topic
+from oasis.runtime.urls import InvalidURL, canonicalize
+
+logger = logging.getLogger(__name__)
+
+TITLE_BOOST = 2.0  # BM25F field boost of the title
+OWNER_LOCK = "oasis-engine.lock"
+WHOOSH_WRITELOCK = "MAIN_WRITELOCK"
+TMP_PREFIX = ".oasis-tmp-"
+MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection grew or shrank by 25 %
+
+
+class InvalidQuery(ValueError):
+    """A search query that is empty, too long, or has no searchable terms."""
+
+
+class IndexBusy(RuntimeError):
+    """Another live process owns the index directory."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexLimits:
+    max_text_chars: int = 2_000_000
+    max_title_chars: int = 2_000
+    max_query_chars: int = 4_096
+    max_limit: int = 1_000
+    max_offset: int = 10_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_text_chars", "max_title_chars", "max_query_chars", "max_limit", "max_offset"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+
+
+# --- operations ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Upsert:
+    seq: int
+    url: str  # canonical
+    title: str
+    text: str
+    fetch_time: float
+    relevance: float | None  # None: the engine scores the page with its topic model
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delete:
+    seq: int
+    url: str  # canonical
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rejected:
+    seq: int
+    url: str
+    reason: str
+
+
+Op = Upsert | Delete | Rejected
+
+
+def host_allowed(url: str, allowed_hosts: frozenset[str]) -> bool:
+    """True when no allow-list is set, or the URL's host (or host:port) is listed, or is a subdomain of
+    a listed host."""
+    if not allowed_hosts:
+        return True
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if host in allowed_hosts or parts.netloc.lower() in allowed_hosts:
+        return True
+    return any(host.endswith("." + h) for h in allowed_hosts)
+
+
+def _checked_url(seq: int, url: str, allowed_hosts: frozenset[str]) -> str | Rejected:
+    try:
+        canon = canonicalize(url)
+    except InvalidURL as exc:
+        return Rejected(seq=seq, url=url[:300], reason=f"invalid URL: {exc}")
+    if not host_allowed(canon, allowed_hosts):
+        host = urlsplit(canon).netloc
+        return Rejected(
+            seq=seq,
+            url=canon,
+            reason=f"host {host!r} is not in --allowed-hosts ({', '.join(sorted(allowed_hosts))})",
+        )
+    return canon
+
+
+def make_upsert(
+    *,
+    seq: int,
+    url: str,
+    title: str,
+    text: str,
+    fetch_time: float,
+    relevance: float | None,
+    limits: IndexLimits,
+    allowed_hosts: frozenset[str] = frozenset(),
+) -> Upsert | Rejected:
+    """Validate one document; never raises for bad input, returns :class:`Rejected` with the reason."""
+    checked = _checked_url(seq, url, allowed_hosts)
+    if isinstance(checked, Rejected):
+        return checked
+    if len(text) > limits.max_text_chars:
+        return Rejected(
+            seq=seq, url=checked, reason=f"text has {len(text)} characters, limit {limits.max_text_chars}"
+        )
+    if len(title) > limits.max_title_chars:
+        return Rejected(
+            seq=seq, url=checked, reason=f"title has {len(title)} characters, limit {limits.max_title_chars}"
+        )
+    if not math.isfinite(fetch_time) or fetch_time < 0:
+        return Rejected(
+            seq=seq, url=checked, reason=f"fetch_time must be a finite time >= 0, got {fetch_time}"
+        )
+    if relevance is not None and not (math.isfinite(relevance) and 0.0 <= relevance <= 1.0):
+        return Rejected(seq=seq, url=checked, reason=f"relevance must be in [0, 1], got {relevance}")
+    return Upsert(seq=seq, url=checked, title=title, text=text, fetch_time=fetch_time, relevance=relevance)
+
+
+def make_delete(*, seq: int, url: str) -> Delete | Rejected:
+    checked = _checked_url(seq, url, frozenset())
+    return checked if isinstance(checked, Rejected) else Delete(seq=seq, url=checked)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommitResult:
+    acked_through: int
+    added: int = 0
+    replaced: int = 0
+    deleted: int = 0
+    rejected: tuple[Rejected, ...] = ()
+
+
+# --- search results and statistics ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hit:
+    url: str
+    title: str
+    snippet: str  # HTML-escaped text, matched terms in <b>...</b>
+    score: float
+    relevance: float
+    fetch_time: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchPage:
+    hits: tuple[Hit, ...]
+    total: int
+    max_score: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class TermStat:
+    term: str
+    df: int
+    cf: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    topic: str
+    documents: int
+    total_terms: int
+    terms: tuple[TermStat, ...]
+    keywords: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexStats:
+    documents: int
+    last_commit: float
+    index_bytes: int
+
+
+@dataclass(frozen=True)
+class _CollectionStats:
+    generation: int
+    documents: int
+    total_terms: int
+    df: Mapping[str, int]
+    cf: Mapping[str, int]
+
+
+# --- storage -------------------------------------------------------------------------------------------
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class DurableFileStorage(FileStorage):
+    """FileStorage that fsyncs each file it closes and the directory after a rename, and keeps writer
+    scratch space inside the index directory (Whoosh's default, ``$TMPDIR/MAIN.tmp``, is shared by every
+    index named MAIN on the machine)."""
+
+    def create_file(self, name: str, excl: bool = False, mode: str = "wb", **kwargs: Any) -> Any:
+        previous: Callable[[Any], None] | None = kwargs.pop("onclose", None)
+
+        def onclose(sf: Any) -> None:
+            if previous is not None:
+                previous(sf)
+            sf.file.flush()
+            os.fsync(sf.file.fileno())
+
+        return super().create_file(name, excl=excl, mode=mode, onclose=onclose, **kwargs)
+
+    def rename_file(self, oldname: str, newname: str, safe: bool = False) -> None:
+        super().rename_file(oldname, newname, safe=safe)
+        _fsync_dir(self.folder)
+
+    def temp_storage(self, name: str | None = None) -> FileStorage:
+        # one scratch directory per process; writers are serialised by TopicIndex, and the directory is
+        # removed after every commit (Whoosh destroys only some of its scratch storages)
+        return FileStorage(str(self.scratch_dir())).create()
+
+    def scratch_dir(self) -> Path:
+        return Path(self.folder) / f"{TMP_PREFIX}{os.getpid()}"
+
+
+class _OwnerLock:
+    """flock on ``oasis-engine.lock`` (pid inside, for messages); released by the kernel when we die."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / OWNER_LOCK
+        self._fd: int | None = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(self._fd)
+            self._fd = None
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            owner = self.path.read_text().strip() or "unknown"
+            raise IndexBusy(f"index directory {directory} is in use by another engine (pid {owner})") from exc
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, str(os.getpid()).encode())
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def _recover_directory(directory: Path, storage: Storage, lock_timeout: float) -> None:
+    """Run while holding the owner lock: clear what a dead engine left behind."""
+    for entry in directory.iterdir():
+        if entry.name.startswith(TMP_PREFIX) and entry.is_dir():
+            logger.info("removing writer scratch left by a dead process: %s", entry)
+            shutil.rmtree(entry, ignore_errors=True)
+    lock = storage.lock(WHOOSH_WRITELOCK)
+    deadline = time.monotonic() + lock_timeout
+    while not lock.acquire(blocking=False):
+        if time.monotonic() > deadline:
+            raise IndexBusy(
+                f"Whoosh write lock {directory / WHOOSH_WRITELOCK} is held by another live process"
+            )
+        time.sleep(0.05)
+    lock.release()
+
+
+def make_schema() -> Schema:
+    return Schema(
+        url=ID(stored=True, unique=True),
+        title=TEXT(stored=True, analyzer=make_analyzer(), field_boost=TITLE_BOOST),
+        text=TEXT(stored=True, analyzer=make_analyzer()),
+        fetch_time=STORED,
+        relevance=STORED,
+    )
+
+
+class _BoldFormatter(highlight.Formatter):
+    """Snippet fragments as escaped HTML with each matched term in ``<b>...</b>``."""
+
+    between = " ... "
+
+    def _text(self, text: str) -> str:
+        return html.escape(text, quote=False)
+
+    def format_token(self, text: str, token: Any, replace: bool = False) -> str:
+        return f"<b>{html.escape(highlight.get_text(text, token, replace), quote=False)}</b>"
+
+
+def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """(df, cf) of one segment's title and text terms: df the larger of the two fields, cf their sum."""
+    df: dict[str, int] = {}
+    cf: dict[str, int] = {}
+    terms = getattr(leaf, "_terms", None)
+    if terms is not None and hasattr(terms, "items"):  # whoosh3 codec: one pass over the term index
+        items: Iterable[tuple[tuple[str, bytes], Any]] = terms.items()
+    else:  # any other codec: the public (slower) API
+        items = (((f, t), info) for f in ("text", "title") for t, info in leaf.iter_field(f))
+    for (field, tbytes), info in items:
+        if field not in ("text", "title"):
+            continue
+        t = tbytes.decode("utf-8") if isinstance(tbytes, bytes) else str(tbytes)
+        d = int(info.doc_frequency())
+        df[t] = max(df.get(t, 0), d)
+        cf[t] = cf.get(t, 0) + int(info.weight())
+    return df, cf
+
+
+# --- the index -----------------------------------------------------------------------------------------
+
+
+class TopicIndex:
+    """Thread-safe wrapper: one writer at a time, searches on a shared searcher refreshed after commits."""
+
+    def __init__(
+        self,
+        ix: Any,
+        topic: Topic,
+        *,
+        folder: Path | None = None,
+        owner: _OwnerLock | None = None,
+        limits: IndexLimits | None = None,
+        limitmb: int = 256,
+        clock: Callable[[], float] = time.time,
+        stats_max_age: float = 2.0,
+        snippet_chars: int = 240,
+    ) -> None:
+        self.topic = topic
+        self.limits = limits or IndexLimits()
+        self._ix = ix
+        self._folder = folder
+        self._owner = owner
+        self._limitmb = limitmb
+        self._clock = clock
+        self._stats_max_age = stats_max_age
+        self._weighting = scoring.BM25F(B=0.75, K1=1.2)
+        self._parser = qparser.MultifieldParser(["title", "text"], ix.schema, group=qparser.OrGroup)
+        self._fragmenter = highlight.ContextFragmenter(maxchars=snippet_chars, surround=60)
+        self._formatter = _BoldFormatter()
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.RLock()
+        self._searcher = ix.searcher(weighting=self._weighting)
+        self._generation = 0
+        self._last_commit = self._toc_time()
+        self._stats: _CollectionStats | None = None
+        self._segment_stats: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+        self._stats_time = -math.inf
+        self._closed = False
+        self._model_lock = threading.Lock()
+        self._model_stale = False
+        self._model = self._build_model(self._collection_stats(force=True))
+
+    # construction
+
+    @classmethod
+    def open(cls, directory: Path, topic: Topic, *, lock_timeout: float = 5.0, **kwargs: Any) -> TopicIndex:
+        """Open (or create) the index in ``directory``, recovering from a killed engine."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        owner = _OwnerLock(directory)
+        try:
+            storage = DurableFileStorage(str(directory))
+            _recover_directory(directory, storage, lock_timeout)
+            if storage.index_exists():
+                ix = storage.open_index()
+                missing = {"url", "title", "text"} - set(ix.schema.names())
+                if missing:
+                    raise ValueError(f"{directory} holds a Whoosh index without fields {sorted(missing)}")
+            else:
+                ix = storage.create_index(make_schema())
+            index = cls(ix, topic, folder=directory, owner=owner, **kwargs)
+        except BaseException:
+            owner.release()
+            raise
+        logger.info("opened index %s: %d documents", directory, index.stats().documents)
+        return index
+
+    @classmethod
+    def in_memory(cls, topic: Topic, **kwargs: Any) -> TopicIndex:
+        return cls(RamStorage().create_index(make_schema()), topic, **kwargs)
+
+    def close(self) -> None:
+        with self._write_lock, self._read_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._searcher.close()
+            self._ix.close()
+            if self._owner is not None:
+                self._owner.release()
+
+    # writing
+
+    def apply(self, ops: Sequence[Op]) -> CommitResult:
+        """Apply a batch in one commit (durable on return) and report what happened.
+
+        Within a batch the last operation on a URL wins. An upsert of a URL already in the index replaces it;
+        a delete of a URL not in the index is a no-op. Rejected operations are passed through untouched.
+        """
+        if not ops:
+            raise ValueError("empty batch")
+        rejected = tuple(op for op in ops if isinstance(op, Rejected))
+        final: dict[str, Upsert | Delete] = {}
+        for op in ops:
+            if not isinstance(op, Rejected):
+                final.pop(op.url, None)  # keep the order of last occurrence
+                final[op.url] = op
+        added = replaced = deleted = 0
+        docs: list[dict[str, Any]] = []
+        for op in final.values():
+            if isinstance(op, Upsert):
+                r = (
+                    op.relevance
+                    if op.relevance is not None
+                    else self.relevance_model().score(op.title, op.text)
+                )
+                docs.append(
+                    {
+                        "url": op.url,
+                        "title": op.title,
+                        "text": op.text,
+                        "fetch_time": op.fetch_time,
+                        "relevance": r,
+                    }
+                )
+        acked = max(op.seq for op in ops)
+        if not final:
+            return CommitResult(acked_through=acked, rejected=rejected)
+        with self._write_lock:
+            self._check_open()
+            writer = self._ix.writer(limitmb=self._limitmb, procs=1)
+            try:
+                with writer.searcher() as s:
+                    for url, op in final.items():
+                        existed = writer.delete_by_term("url", url, searcher=s) > 0
+                        if isinstance(op, Delete):
+                            deleted += int(existed)
+                        elif existed:
+                            replaced += 1
+                        else:
+                            added += 1
+                for doc in docs:
+                    writer.add_document(**doc)
+                writer.commit()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    writer.cancel()
+                raise
+            finally:
+                self._remove_scratch()
+            self._after_commit()
+        return CommitResult(
+            acked_through=acked, added=added, replaced=replaced, deleted=deleted, rejected=rejected
+        )
+
+    def delete_urls(self, urls: Iterable[str]) -> int:
+        """Delete documents by URL (canonicalised); returns how many existed. Raises InvalidURL."""
+        ops = [Delete(seq=i, url=canonicalize(u)) for i, u in enumerate(urls)]
+        return self.apply(ops).deleted if ops else 0
+
+    def _after_commit(self) -> None:
+        with self._read_lock:
+            old = self._searcher
+            self._searcher = self._ix.searcher(weighting=self._weighting)
+            old.close()
+            self._generation += 1
+            self._last_commit = self._clock()
+            documents = self._searcher.doc_count()
+        n_model = self._model.n_docs
+        if documents != n_model and (n_model < 100 or abs(documents - n_model) >= MODEL_REFRESH * n_model):
+            self._model_stale = True  # rebuilt when next needed, so a pure indexing load never pays for it
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("index is closed")
+
+    # reading
+
+    def search(self, query: str, *, limit: int = 10, offset: int = 0) -> SearchPage:
+        """Ranked hits (BM25F, title boosted) ``offset .. offset+limit`` and the total number of matches."""
+        q = self.parse_query(query)
+        if not 1 <= limit <= self.limits.max_limit:
+            raise InvalidQuery(f"limit must be in [1, {self.limits.max_limit}], got {limit}")
+        if not 0 <= offset <= self.limits.max_offset:
+            raise InvalidQuery(f"offset must be in [0, {self.limits.max_offset}], got {offset}")
+        with self._read_lock:
+            self._check_open()
+            results = self._searcher.search(q, limit=offset + limit)
+            results.fragmenter = self._fragmenter
+            results.formatter = self._formatter
+            total = len(results)
+            max_score = float(results.top_n[0][0]) if results.top_n else 0.0
+            hits = []
+            for hit in results[offset : offset + limit]:
+                stored = hit.fields()
+                text = stored.get("text", "")
+                snippet = hit.highlights("text", text=text, top=2) or html.escape(text[:240], quote=False)
+                hits.append(
+                    Hit(
+                        url=stored["url"],
+                        title=stored.get("title", ""),
+                        snippet=snippet,
+                        score=float(hit.score),
+                        relevance=float(stored.get("relevance", 0.0)),
+                        fetch_time=float(stored.get("fetch_time", 0.0)),
+                    )
+                )
+        return SearchPage(hits=tuple(hits), total=total, max_score=max_score)
+
+    def parse_query(self, query: str) -> wquery.Query:
+        if not query or not query.strip():
+            raise InvalidQuery("query is empty")
+        if len(query) > self.limits.max_query_chars:
+            raise InvalidQuery(f"query has {len(query)} characters, limit {self.limits.max_query_chars}")
+        try:
+            q = self._parser.parse(query)
+        except Exception as exc:  # the parser is forgiving; anything it raises is the query's fault
+            raise InvalidQuery(f"cannot parse query {query[:100]!r}: {exc}") from exc
+        if isinstance(q, type(wquery.NullQuery)):
+            raise InvalidQuery(
+                f"query {query[:100]!r} has no searchable terms (only stop words or operators)"
+            )
+        return q
+
+    def contains(self, url: str) -> bool:
+        with self._read_lock:
+            return self._searcher.document_number(url=canonicalize(url)) is not None
+
+    def document(self, url: str) -> dict[str, Any] | None:
+        with self._read_lock:
+            doc = self._searcher.document(url=canonicalize(url))
+            return dict(doc) if doc is not None else None
+
+    def relevance_model(self) -> RelevanceModel:
+        """The topic model with IDF from this collection (refreshed when it changed size by 25 %)."""
+        if self._model_stale:
+            with self._model_lock:
+                if self._model_stale:
+                    self._model = self._build_model(self._collection_stats(force=True))
+                    self._model_stale = False
+        return self._model
+
+    def score(self, pages: Iterable[tuple[str, str]]) -> list[float]:
+        """r(i) for (title, text) pages with the current collection statistics."""
+        model = self.relevance_model()
+        return [model.score(title, text) for title, text in pages]
+
+    def stats(self) -> IndexStats:
+        with self._read_lock:
+            documents = self._searcher.doc_count()
+        return IndexStats(documents=documents, last_commit=self._last_commit, index_bytes=self._index_bytes())
+
+    @property
+    def generation(self) -> int:
+        """Number of commits since open (changes whenever the collection may have changed)."""
+        return self._generation
+
+    def summary(self, max_terms: int = 500) -> Summary:
+        """Collection size, length in tokens, and the ``max_terms`` most useful terms with df and cf.
+
+        Usefulness for resource selection: the topic profile's terms first (the directory must see
+        them), then the terms in the most documents (CORI ranks collections by df), ties by cf.
+        """
+        if max_terms < 0:
+            raise ValueError(f"max_terms must be >= 0, got {max_terms}")
+        model = self.relevance_model()
+        stats = self._collection_stats(force=False)
+        profile = [t for t in model.profile_terms if t in stats.df]
+        rest = sorted(
+            (t for t in stats.df if t not in model.profile),
+            key=lambda t: (-stats.df[t], -stats.cf[t], t),
+        )
+        chosen = (profile + rest)[:max_terms]
+        return Summary(
+            topic=self.topic.name,
+            documents=stats.documents,
+            total_terms=stats.total_terms,
+            terms=tuple(TermStat(term=t, df=stats.df[t], cf=stats.cf[t]) for t in chosen),
+            keywords=self.topic.keywords,
+        )
+
+    # internals
+
+    def _collection_stats(self, *, force: bool) -> _CollectionStats:
+        """Term statistics of the title and text fields (df: the larger of the two, cf: the sum), cached
+        per commit and recomputed at most every ``stats_max_age`` seconds unless forced.
+
+        Whoosh segments are immutable, so each segment's term table is read once (one pass over its term
+        index) and cached by segment id; a commit costs a read of its new segment (and of any merged one).
+        Like Whoosh's own df, counts include deleted documents until their segment is merged away.
+        """
+        cached = self._stats
+        now = time.monotonic()
+        if cached is not None and (
+            cached.generation == self._generation
+            or (not force and now - self._stats_time < self._stats_max_age)
+        ):
+            return cached
+        with self._read_lock:
+            reader = self._searcher.reader()
+            generation = self._generation
+            documents = reader.doc_count()
+            total = int(reader.field_length("text")) + int(reader.field_length("title"))
+            per_segment: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+            uncached: list[tuple[dict[str, int], dict[str, int]]] = []
+            for leaf, _base in reader.leaf_readers():
+                segment = leaf.segment() if hasattr(leaf, "segment") else None
+                if segment is None:  # an empty or non-segment reader: nothing stable to cache by
+                    uncached.append(_leaf_term_stats(leaf))
+                    continue
+                key = segment.segment_id()
+                per_segment[key] = self._segment_stats.get(key) or _leaf_term_stats(leaf)
+            self._segment_stats = per_segment  # drops segments merged away
+        df: dict[str, int] = {}
+        cf: dict[str, int] = {}
+        for seg_df, seg_cf in [*per_segment.values(), *uncached]:
+            for t, d in seg_df.items():
+                df[t] = df.get(t, 0) + d
+            for t, c in seg_cf.items():
+                cf[t] = cf.get(t, 0) + c
+        stats = _CollectionStats(generation, documents, total, df, cf)
+        self._stats = stats
+        self._stats_time = now
+        return stats
+
+    def _build_model(self, stats: _CollectionStats) -> RelevanceModel:
+        n = stats.documents
+        table = idf_table(n, stats.df) if n > 0 else None
+        return RelevanceModel.from_topic(
+            self.topic, table, default_idf=idf(n, 0) if n > 0 else None, n_docs=n
+        )
+
+    def _remove_scratch(self) -> None:
+        storage = self._ix.storage
+        if isinstance(storage, DurableFileStorage):
+            shutil.rmtree(storage.scratch_dir(), ignore_errors=True)
+
+    def _toc_time(self) -> float:
+        if self._folder is None:
+            return 0.0
+        tocs = list(self._folder.glob("_MAIN_*.toc"))
+        return max((p.stat().st_mtime for p in tocs), default=0.0)
+
+    def _index_bytes(self) -> int:
+        if self._folder is None:
+            return 0
+        total = 0
+        for p in self._folder.iterdir():
+            with contextlib.suppress(OSError):
+                if p.is_file():
+                    total += p.stat().st_size
+        return total

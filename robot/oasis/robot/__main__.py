@@ -1,0 +1,72 @@
+"""``python -m oasis.robot``: one topic-specific web robot as a gRPC service (see docs/robot.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from oasis.robot.app import add_robot_arguments, build_crawler, config_from_args
+from oasis.robot.engine_port import RobotEngineError
+from oasis.robot.servicer import RobotServicer, add_robot_servicer
+from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m oasis.robot", description="Oasis topic-specific web robot")
+    p.add_argument("--name", required=True, help="robot name")
+    p.add_argument("--engine", required=True, help="HOST:PORT of this robot's topic engine")
+    p.add_argument("--state-dir", required=True, type=Path, help="checkpoint directory (resumed if present)")
+    p.add_argument("--autostart", action="store_true", help="start crawling at once")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
+    p.add_argument("--engine-wait", type=float, default=30.0, help="seconds to wait for the engine at start")
+    p.add_argument("--log-level", default="INFO")
+    add_robot_arguments(p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        config = config_from_args(args, name=args.name, state_dir=args.state_dir)
+        server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    crawler, engine = build_crawler(
+        config, args.engine, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
+    )
+    try:
+        try:
+            engine.wait_ready(args.engine_wait)
+        except RobotEngineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        try:
+            resumed = crawler.resume()
+        except (RuntimeError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        if args.seeds:
+            crawler.add_seeds(args.seeds)
+        running = build_server(
+            server_config, lambda server: add_robot_servicer(server, RobotServicer(crawler))
+        )
+        if args.autostart or resumed:
+            crawler.start()
+        run_until_signal(running, on_stop=crawler.close)  # SIGTERM: stop, flush to the engine, checkpoint
+    finally:
+        crawler.close()
+        engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,745 @@
+"""The crawl loop of papers/004, Figure 2: request controller -> fetchers -> response queue -> response
+processor -> (request controller, engine), with the fetcher controller deciding how many requests are in
+flight.
+
+Threads:
+
+* the *dispatch* thread owns politeness and the fetcher controller. It waits for events (a response
+  arrival from a fetcher, or a departure from the processor), updates the host's politeness slot, puts page
+  responses in the response queue, and on every event decides how many new requests to start
+  (:class:`~oasis.robot.fetcher_controller.FetcherController`), taking URLs from the request controller with
+  ``next_batch(m, now, host_ready)``;
+* ``max_in_flight`` *fetcher* threads (a pool) run :meth:`Fetcher.fetch`;
+* the *processor* thread takes batches from the response queue, parses and scores them
+  (:class:`~oasis.robot.processor.ResponseProcessor`), reports outcomes to the request controller, sends
+  documents to the engine in acknowledged batches and checkpoints.
+
+Checkpoints (every ``checkpoint_interval`` processed responses, and on stop) are written only after every
+document reported so far has been acknowledged by the engine, atomically (temp file, fsync, rename). They hold
+the request controller's state, the URLs handed out but not yet reported (re-queued on resume), the content
+hashes for change detection and the counters. A robot killed with ``kill -9`` therefore refetches at most
+the pages processed since the last checkpoint, and never forgets a page the engine acknowledged.
+
+The request controller, politeness and the counters are guarded by one lock; parsing, scoring, fetching
+and engine calls happen outside it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, cast
+from urllib.parse import urlsplit
+
+from oasis.robot import fetcher as f
+from oasis.robot.config import RobotConfig
+from oasis.robot.engine_port import EngineLike, IndexDoc, RobotEngineError
+from oasis.robot.fetcher_controller import FetcherController, FetcherControllerConfig
+from oasis.robot.politeness import Politeness
+from oasis.robot.processor import Known, Processed, ResponseProcessor
+from oasis.runtime.urls import InvalidURL, canonicalize, host_of
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_FILE = "checkpoint.json"
+CHECKPOINT_VERSION = 1
+MAX_THROTTLE_RETRIES = 3  # 429 / 503 answers for one URL before it is given up
+ROBOTS_IN_FLIGHT = 2  # robots.txt requests in flight, on top of page requests
+
+IDLE, RUNNING, STOPPING, STOPPED, DONE = "idle", "running", "stopping", "stopped", "done"
+
+
+class RequestControllerLike(Protocol):
+    """The request controller of robot/scheduling (owned by the scheduling engineer)."""
+
+    def add_seeds(self, urls: Iterable[str]) -> Any: ...
+
+    def next_batch(
+        self, m: int, now: float, host_ready: Callable[[str], bool] | None = None
+    ) -> list[str]: ...
+
+    def defer(self, url: str) -> None: ...
+
+    def report(self, outcome: Any, now: float) -> Any: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state(self, state: dict[str, Any]) -> Any: ...
+
+
+OutcomeFactory = Callable[[Processed], Any]
+
+
+def default_outcome_factory() -> OutcomeFactory:
+    """Build the scheduling package's FetchOutcome from a processed response."""
+    from oasis.robot.scheduling import Discovered, FetchOutcome
+
+    def make(p: Processed) -> Any:
+        links = [Discovered(c.url, c.anchor, c.anchor_relevance) for c in p.children]
+        return FetchOutcome(p.url, cast(Any, p.kind), p.relevance, links=links)
+
+    return make
+
+
+def _size(controller: Any, name: str) -> int:
+    attr = getattr(controller, name, None)
+    if attr is None:
+        return 0
+    return int(attr() if callable(attr) else attr)
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    url: str
+    host: str
+    dispatched: float
+    robots: bool = False
+
+
+@dataclass
+class CrawlStatus:
+    state: str
+    pages_fetched: int
+    pages_indexed: int
+    frontier_size: int
+    recrawl_size: int
+    in_flight: int
+    concurrency: int
+    response_queue: int
+    errors: dict[str, int]
+    harvest_rate: float
+    recall_estimate: float
+    policy: str
+    elapsed: float
+    pages_per_second: float
+    fetcher_controller: dict[str, float] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Write ``data`` as JSON so that a reader (or a crash) never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, separators=(",", ":"))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    try:
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class Crawler:
+    def __init__(
+        self,
+        config: RobotConfig,
+        controller: RequestControllerLike,
+        engine: EngineLike,
+        *,
+        fetcher: f.Fetcher | None = None,
+        outcome_factory: OutcomeFactory | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.controller = controller
+        self.engine = engine
+        self._clock = clock
+        self._wall = wall
+        self._fetcher = fetcher if fetcher is not None else f.Fetcher(config, clock=clock)
+        self._own_fetcher = fetcher is None
+        self._make_outcome = outcome_factory if outcome_factory is not None else default_outcome_factory()
+        self.politeness = Politeness(config)
+        self.fc = FetcherController(
+            FetcherControllerConfig(
+                max_in_flight=config.max_in_flight,
+                target_queue=config.target_queue,
+                initial_in_flight=min(2, config.max_in_flight),
+            )
+        )
+        self.processor = ResponseProcessor(
+            engine.score,
+            max_bytes=config.max_bytes,
+            in_scope=self.in_scope,
+            known={},
+            min_relevance=config.min_relevance,
+        )
+        self._lock = threading.RLock()
+        self._events: queue.Queue[tuple[_Task, f.FetchResult] | None] = queue.Queue()
+        self._responses: deque[f.FetchResult] = deque()
+        self._responses_cv = threading.Condition(self._lock)
+        self._throttled: Counter[str] = Counter()  # url -> 429/503 answers so far
+        self._redirect_depth: dict[str, int] = {}
+        self._in_flight_pages = 0
+        self._in_flight_robots = 0
+        self._processing = 0
+        self._dispatched_pages = 0
+        self._index_q: queue.Queue[IndexDoc | dict[str, Any] | None] = queue.Queue(
+            maxsize=4 * config.index_batch
+        )
+        self._since_checkpoint = 0
+        self._stop = threading.Event()
+        self._abandon = threading.Event()  # stop() timed out: give up retrying the engine
+        self._dispatch_done = threading.Event()
+        self._done = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._started_at: float | None = None
+        self._max_pages = config.max_pages
+        self.state = IDLE
+        # counters (checkpointed)
+        self.pages_fetched = 0  # page requests completed (any answer, or none)
+        self.pages_indexed = 0  # upserts acknowledged by the engine
+        self.pages_ok = 0
+        self.relevance_sum = 0.0
+        self.errors: Counter[str] = Counter()
+        self.kinds: Counter[str] = (
+            Counter()
+        )  # outcomes reported: new / modified / unchanged / deleted / error
+        self.checkpoints = 0
+        self._estimates: dict[str, float] = {}  # discovered, not yet fetched URL -> estimated r (parent's)
+        self._estimate_sum = 0.0
+        self._scheme: dict[str, str] = {}  # host -> scheme, for the robots.txt URL
+        self._refused_hosts: set[str] = set()  # hosts resolving to private addresses (refuse_private)
+        self._last_engine_error = ""
+        self._starved = False  # the last next_batch with m > 0 returned nothing
+
+    # ------------------------------------------------------------------ scope and seeds
+    def in_scope(self, url: str) -> bool:
+        allowed = self.config.allowed_hosts
+        return allowed is None or urlsplit(url).netloc in allowed
+
+    def add_seeds(self, urls: Iterable[str]) -> list[str]:
+        """Canonicalise and add seed URLs; invalid ones are counted under ``invalid_url`` and skipped."""
+        good: list[str] = []
+        for raw in urls:
+            try:
+                good.append(canonicalize(raw))
+            except InvalidURL as exc:
+                logger.warning("skipping seed: %s", exc)
+                with self._lock:
+                    self.errors[f.INVALID_URL] += 1
+        with self._lock:
+            for url in good:
+                self._note_host(url)
+            if good:
+                self.controller.add_seeds(good)
+        self._wake()
+        return good
+
+    def _note_host(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.netloc not in self._scheme:
+            self._scheme[parts.netloc] = parts.scheme
+            self.politeness.slot(parts.netloc, parts.scheme)
+
+    def host_ready(self, host: str, now: float) -> bool:
+        """May a page of ``host`` be requested at ``now``? Hosts given up are "ready": their URLs are handed
+        out and recorded as ``robots_unavailable`` without a request."""
+        if self.politeness.given_up(host):
+            return True
+        if not self.politeness.known(host):
+            self.politeness.slot(host, self._scheme.get(host, "http"))  # its robots.txt is fetched first
+            return False
+        return self.politeness.host_ready(host, now)
+
+    def _batch_ready(self, now: float) -> Callable[[str], bool]:
+        """``host_ready`` for one ``next_batch`` call: each True answer claims one of the host's free
+        request slots (the frontier pops one URL per True), so a batch never overbooks a host."""
+        claims: Counter[str] = Counter()
+        limit = self.config.host_concurrency
+
+        def ready(host: str) -> bool:
+            if not self.host_ready(host, now):
+                return False
+            if self.politeness.given_up(host):
+                return True
+            if self.politeness.slot(host).in_flight + claims[host] >= limit:
+                return False
+            claims[host] += 1
+            return True
+
+        return ready
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, max_pages: int | None = None) -> None:
+        with self._lock:
+            if self.state == RUNNING:
+                return
+            if max_pages is not None:
+                self._max_pages = max_pages
+            self._stop.clear()
+            self._abandon.clear()
+            self._dispatch_done.clear()
+            self._done.clear()
+            self.state = RUNNING
+            self._started_at = self._clock()
+            self._dispatched_pages = 0
+            self._starved = False
+        if self._pool is not None:  # a previous run's pool (its threads have finished)
+            self._pool.shutdown(wait=False)
+        self._pool = ThreadPoolExecutor(
+            max_workers=self.config.max_in_flight + ROBOTS_IN_FLIGHT,
+            thread_name_prefix=f"{self.config.name}-fetch",
+        )
+        self._threads = [
+            threading.Thread(target=self._dispatch_loop, name=f"{self.config.name}-dispatch", daemon=True),
+            threading.Thread(target=self._process_loop, name=f"{self.config.name}-process", daemon=True),
+            threading.Thread(target=self._index_loop, name=f"{self.config.name}-index", daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+        logger.info("robot %s started (max_pages=%s)", self.config.name, self._max_pages or "unlimited")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop dispatching, let in-flight requests finish and be processed, flush, checkpoint."""
+        with self._lock:
+            if self.state not in (RUNNING, DONE):
+                return
+            if self.state == RUNNING:
+                self.state = STOPPING
+        self._stop.set()
+        self._wake()
+        deadline = self._clock() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - self._clock()))
+        if any(t.is_alive() for t in self._threads):
+            # the engine is down: stop retrying and keep the older checkpoint (those pages are refetched)
+            logger.warning("robot %s: engine unreachable at stop", self.config.name)
+            self._abandon.set()
+            for t in self._threads:
+                t.join(10.0)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            if self.state == STOPPING:
+                self.state = STOPPED
+        logger.info("robot %s stopped", self.config.name)
+
+    def close(self) -> None:
+        self.stop()
+        if self._own_fetcher:
+            self._fetcher.close()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the crawl is done (budget spent or nothing left to fetch)."""
+        return self._done.wait(timeout)
+
+    def run(self, max_pages: int | None = None, timeout: float | None = None) -> CrawlStatus:
+        self.start(max_pages)
+        self.wait(timeout)
+        self.stop()
+        return self.status()
+
+    def _wake(self) -> None:
+        self._events.put(None)
+
+    # ------------------------------------------------------------------ status
+    def status(self) -> CrawlStatus:
+        with self._lock:
+            elapsed = self._clock() - self._started_at if self._started_at is not None else 0.0
+            fetched_r = self.relevance_sum
+            denom = fetched_r + self._estimate_sum
+            return CrawlStatus(
+                state=self.state,
+                pages_fetched=self.pages_fetched,
+                pages_indexed=self.pages_indexed,
+                frontier_size=_size(self.controller, "frontier_size"),
+                recrawl_size=_size(self.controller, "recrawl_size"),
+                in_flight=self._in_flight_pages + self._in_flight_robots,
+                concurrency=self.fc.last_target,
+                response_queue=len(self._responses),
+                errors=dict(self.errors),
+                harvest_rate=self.relevance_sum / self.pages_ok if self.pages_ok else 0.0,
+                recall_estimate=fetched_r / denom if denom > 0 else 0.0,
+                policy=self.config.policy,
+                elapsed=elapsed,
+                pages_per_second=self.pages_fetched / elapsed if elapsed > 0 else 0.0,
+                fetcher_controller=self.fc.metrics(),
+                kinds=dict(self.kinds),
+            )
+
+    # ------------------------------------------------------------------ dispatch thread
+    def _dispatch_loop(self) -> None:
+        try:
+            while True:
+                timeout = self._dispatch_timeout()
+                try:
+                    event = self._events.get(timeout=timeout)
+                except queue.Empty:
+                    event = None
+                events = [event]
+                while True:
+                    try:
+                        events.append(self._events.get_nowait())
+                    except queue.Empty:
+                        break
+                with self._lock:
+                    for ev in events:
+                        if ev is not None:
+                            self._on_arrival(*ev)
+                    now = self._clock()  # one instant for the decision and the end test (no race)
+                    if not self._stop.is_set():
+                        self._dispatch(now)
+                    if self._finished(now):
+                        break
+        except Exception:
+            logger.exception("dispatch thread failed")
+            self.errors["internal"] += 1
+        finally:
+            with self._lock:
+                self._dispatch_done.set()
+                self._responses_cv.notify_all()
+
+    def _dispatch_timeout(self) -> float:
+        with self._lock:
+            wake = self.politeness.next_wakeup(self._clock())
+        if wake is None:
+            return 0.05
+        return min(0.05, max(0.0005, wake - self._clock()))
+
+    def _finished(self, now: float) -> bool:
+        """True when nothing is in flight or queued and nothing more can be dispatched."""
+        if self._in_flight_pages or self._in_flight_robots or self._responses or self._processing:
+            return False
+        if not self._events.empty():
+            return False
+        if self._stop.is_set():
+            return True
+        if self._max_pages and self._dispatched_pages >= self._max_pages:
+            return True
+        if self.politeness.robots_due(now) or self.politeness.next_wakeup(now) is not None:
+            return False
+        if getattr(self.controller, "recrawl_index", None) is not None:
+            return False  # re-crawling: retrieved pages come due again as they age; run until stopped
+        # nothing will become ready by waiting: done when the controller has nothing (ready) to hand out
+        return _size(self.controller, "frontier_size") == 0 or self._starved
+
+    def _on_arrival(self, task: _Task, res: f.FetchResult) -> None:
+        throttled = res.kind == f.TOO_MANY_REQUESTS
+        if task.robots:  # record robots.txt first, so its Crawl-delay already spaces the next request
+            self._in_flight_robots -= 1
+            if res.kind == f.PRIVATE_ADDRESS:  # --refuse-private: the whole host is refused, not retried
+                self._refused_hosts.add(task.host)
+                self.politeness.give_up(task.host)
+            elif res.kind == f.REDIRECT and res.redirect_to:
+                self.politeness.robots_redirect(task.host, res.redirect_to)
+            else:
+                status = 200 if res.kind == f.OK else res.status
+                self.politeness.set_robots(task.host, status, res.content, self._clock())
+            self.politeness.on_finish(
+                task.host, res.finished, throttled=throttled, retry_after=res.retry_after
+            )
+            return
+        self.politeness.on_finish(task.host, res.finished, throttled=throttled, retry_after=res.retry_after)
+        self._in_flight_pages -= 1
+        self.pages_fetched += 1
+        self.fc.observe_fetch(res.finished - task.dispatched)
+        if throttled:
+            self._throttled[res.url] += 1
+            if self._throttled[res.url] <= MAX_THROTTLE_RETRIES:
+                self.controller.defer(res.url)  # back in the queue; its host is backing off
+                self.errors[f.TOO_MANY_REQUESTS] += 1
+                return
+            res = f.FetchResult(res.url, f.THROTTLED_GIVE_UP, status=res.status)
+        self._throttled.pop(res.url, None)
+        self._enqueue_response(res)
+
+    def _enqueue_response(self, res: f.FetchResult) -> None:
+        self._responses.append(res)
+        self._responses_cv.notify_all()
+
+    def _dispatch(self, now: float) -> None:
+        for slot in self.politeness.robots_due(now):
+            if self._in_flight_robots >= ROBOTS_IN_FLIGHT:
+                break
+            self._submit(_Task(slot.robots_url, slot.host, now, robots=True))
+        m = self.fc.decide(self._in_flight_pages, len(self._responses))
+        m = min(m, self.config.max_response_queue - len(self._responses) - self._in_flight_pages)
+        if self._max_pages:
+            m = min(m, self._max_pages - self._dispatched_pages)
+        if m <= 0:
+            return
+        # the controller's clock is wall time (its re-crawl ages survive a restart); politeness uses monotonic
+        batch = list(self.controller.next_batch(m, self._wall(), self._batch_ready(now)))
+        self._starved = not batch
+        for url in batch:
+            host = host_of(url)
+            if self.host_ready(host, now):
+                self._start_page(url, now)
+            else:  # cannot happen with _batch_ready; be safe rather than impolite
+                self.controller.defer(url)
+
+    def _start_page(self, url: str, now: float) -> int:
+        """Start a request for ``url`` or record why not; returns the number of requests started (0 / 1)."""
+        host = host_of(url)
+        kind = None
+        if not self.in_scope(url):
+            kind = f.OUT_OF_SCOPE
+        elif host in self._refused_hosts:
+            kind = f.PRIVATE_ADDRESS
+        elif self.politeness.given_up(host):
+            kind = f.ROBOTS_UNAVAILABLE
+        elif not self.politeness.can_fetch(url):
+            kind = f.ROBOTS_DISALLOWED
+        elif self._redirect_depth.get(url, 0) > self.config.max_redirects:
+            kind = f.TOO_MANY_REDIRECTS
+        if kind is not None:
+            self._enqueue_response(f.FetchResult(url, kind, started=now, finished=now))
+            return 0
+        self._dispatched_pages += 1
+        self._submit(_Task(url, host, now))
+        return 1
+
+    def _submit(self, task: _Task) -> None:
+        assert self._pool is not None
+        self.politeness.on_dispatch(task.host, task.dispatched, robots=task.robots)
+        if task.robots:
+            self._in_flight_robots += 1
+        else:
+            self._in_flight_pages += 1
+        self._pool.submit(self._fetch_task, task)
+
+    def _fetch_task(self, task: _Task) -> None:
+        try:
+            if task.robots:
+                # robots.txt over the cap: parse what fits (RFC 9309 2.5)
+                res = self._fetcher.fetch(
+                    task.url, max_bytes=self.config.max_robots_bytes, html_only=False, truncate=True
+                )
+            else:
+                res = self._fetcher.fetch(task.url)
+        except Exception as exc:  # never lose the event: the slot must be released
+            logger.warning("fetch of %s failed unexpectedly", task.url[:200], exc_info=True)
+            now = self._clock()
+            res = f.FetchResult(
+                task.url, f.ERROR, started=task.dispatched, finished=now, message=repr(exc)[:300]
+            )
+        self._events.put((task, res))
+
+    # ------------------------------------------------------------------ processor thread
+    def _process_loop(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    while not self._responses and not self._dispatch_done.is_set():
+                        self._responses_cv.wait(timeout=0.1)
+                    if not self._responses and self._dispatch_done.is_set():
+                        break
+                    n = min(self.config.process_batch, len(self._responses))
+                    batch = [self._responses.popleft() for _ in range(n)]
+                    self._processing = len(batch)
+                try:
+                    self._process_batch(batch)
+                    if self._since_checkpoint >= self.config.checkpoint_interval:
+                        self._index_q.put(self._snapshot())
+                finally:
+                    with self._lock:
+                        self._processing = 0
+                    self._wake()  # a departure event for the fetcher controller
+        except Exception:
+            logger.exception("processor thread failed")
+            with self._lock:
+                self.errors["internal"] += 1
+        finally:
+            try:
+                self._index_q.put(self._snapshot())  # the final checkpoint, once everything is acknowledged
+            except Exception:
+                logger.exception("final snapshot failed")
+            self._index_q.put(None)
+
+    def _process_batch(self, batch: list[f.FetchResult]) -> None:
+        t0 = self._clock()
+        processed = self._with_engine_retry(lambda: self.processor.process(batch, self._wall()))
+        if processed is None:  # stopped while the engine is down: these URLs are fetched again on resume
+            return
+        now = self._wall()  # the request controller's clock
+        with self._lock:
+            for res, p in zip(batch, processed, strict=True):
+                self._report(res, p, now)
+        for p in processed:
+            if p.op is not None:
+                self._index_q.put(p.op)  # blocks when the engine falls behind (bounded queue)
+        self.fc.observe_service(self._clock() - t0, len(batch))
+
+    def _report(self, res: f.FetchResult, p: Processed, now: float) -> None:
+        if p.error is not None:
+            self.errors[p.error] += 1
+        self.kinds[p.kind] += 1
+        if p.error is None and p.kind in ("new", "modified", "unchanged"):
+            self.pages_ok += 1
+            self.relevance_sum += p.relevance
+        depth = self._redirect_depth.pop(p.url, 0)
+        for c in p.children:
+            if p.error == f.REDIRECT:
+                self._redirect_depth[c.url] = depth + 1
+            if c.url not in self.processor.known and c.url not in self._estimates:
+                self._estimates[c.url] = p.relevance
+                self._estimate_sum += p.relevance
+            self._note_host(c.url)
+        old = self._estimates.pop(p.url, None)
+        if old is not None:
+            self._estimate_sum -= old
+        self.controller.report(self._make_outcome(p), now)
+        if p.seed is not None:  # a redirect of a page we had indexed: its target is a new root
+            self.controller.add_seeds([p.seed])
+        self._since_checkpoint += 1
+
+    def _with_engine_retry(self, call: Callable[[], Any]) -> Any:
+        """Retry an engine call with capped back-off until it succeeds; None if the robot is stopping."""
+        delay = 0.2
+        while True:
+            try:
+                return call()
+            except RobotEngineError as exc:
+                with self._lock:
+                    self.errors["engine"] += 1
+                    self._last_engine_error = str(exc)
+                logger.warning("engine call failed (retrying in %.1f s): %s", delay, exc)
+                if self._stop.wait(delay) and self._abandon.is_set():
+                    return None
+                delay = min(delay * 2, 5.0)
+
+    # ------------------------------------------------------------------ indexer thread
+    def _index_loop(self) -> None:
+        """Send documents to the engine in acknowledged batches; write a checkpoint snapshot once every
+        document reported before it has been acknowledged (the queue keeps their order)."""
+        pending: list[IndexDoc] = []
+        try:
+            while True:
+                item = self._index_q.get()
+                items = [item]
+                while len(pending) + len(items) < self.config.index_batch * 4:
+                    try:
+                        items.append(self._index_q.get_nowait())
+                    except queue.Empty:
+                        break
+                for it in items:
+                    if isinstance(it, IndexDoc):
+                        pending.append(it)
+                        continue
+                    if not self._send(pending):
+                        return  # stopping with the engine down: keep the older, consistent checkpoint
+                    pending = []
+                    if it is None:
+                        return
+                    self._write_snapshot(it)
+                if len(pending) >= self.config.index_batch or (pending and self._index_q.empty()):
+                    if not self._send(pending):
+                        return
+                    pending = []
+        except Exception:
+            logger.exception("indexer thread failed")
+            with self._lock:
+                self.errors["internal"] += 1
+        finally:
+            with self._lock:
+                if self.state == RUNNING:
+                    self.state = DONE
+            self._done.set()
+
+    def _send(self, docs: list[IndexDoc]) -> bool:
+        if not docs:
+            return True
+        result = self._with_engine_retry(functools.partial(self.engine.index, docs))
+        if result is None:
+            return False
+        with self._lock:
+            self.pages_indexed += result.added + result.replaced
+            for url, reason in result.rejected:
+                logger.info("engine rejected %s: %s", url[:200], reason)
+                self.errors["engine_rejected"] += 1
+        return True
+
+    # ------------------------------------------------------------------ checkpoint / resume
+    @property
+    def checkpoint_path(self) -> Path | None:
+        d = self.config.state_dir
+        return d / CHECKPOINT_FILE if d is not None else None
+
+    def _snapshot(self) -> dict[str, Any]:
+        """The crawl state now (consistent: taken under the lock). Written only after the engine has
+        acknowledged every document queued before it. URLs handed out but not yet reported are fringe
+        documents again in the controller's state, so a resumed robot fetches them again."""
+        with self._lock:
+            self._since_checkpoint = 0
+            return {
+                "version": CHECKPOINT_VERSION,
+                "name": self.config.name,
+                "written": self._wall(),
+                "controller": self.controller.state_dict(),
+                "known": {u: [k.hash, k.relevance] for u, k in self.processor.known.items()},
+                "estimates": dict(self._estimates),
+                "redirect_depth": dict(self._redirect_depth),
+                "schemes": dict(self._scheme),
+                "counters": {
+                    "pages_fetched": self.pages_fetched,
+                    "pages_ok": self.pages_ok,
+                    "relevance_sum": self.relevance_sum,
+                    "errors": dict(self.errors),
+                },
+            }
+
+    def _write_snapshot(self, state: dict[str, Any]) -> None:
+        path = self.checkpoint_path
+        if path is None:
+            return
+        with self._lock:
+            state["counters"]["pages_indexed"] = self.pages_indexed
+        write_json_atomic(path, state)
+        self.checkpoints += 1
+        logger.debug("checkpoint %d written to %s", self.checkpoints, path)
+
+    def checkpoint(self) -> bool:
+        """Write a checkpoint now; only while the robot is not running (the indexer writes them then)."""
+        if self.state == RUNNING or self.checkpoint_path is None:
+            return False
+        self._write_snapshot(self._snapshot())
+        return True
+
+    def resume(self) -> bool:
+        """Load the last checkpoint, if any; URLs in flight at the crash are re-queued. Before start()."""
+        path = self.checkpoint_path
+        if path is None or not path.exists():
+            return False
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(f"cannot read checkpoint {path}: {exc}") from exc
+        if state.get("version") != CHECKPOINT_VERSION:
+            raise RuntimeError(
+                f"checkpoint {path} has version {state.get('version')}, expected {CHECKPOINT_VERSION}"
+            )
+        with self._lock:
+            self.controller.load_state(state["controller"])
+            self.processor.known = {u: Known(h, float(r)) for u, (h, r) in state.get("known", {}).items()}
+            self._estimates = {u: float(r) for u, r in state.get("estimates", {}).items()}
+            self._estimate_sum = sum(self._estimates.values())
+            self._redirect_depth = {u: int(d) for u, d in state.get("redirect_depth", {}).items()}
+            for host, scheme in state.get("schemes", {}).items():
+                self._scheme[host] = scheme
+                self.politeness.slot(host, scheme)
+            c = state.get("counters", {})
+            self.pages_fetched = int(c.get("pages_fetched", 0))
+            self.pages_indexed = int(c.get("pages_indexed", 0))
+            self.pages_ok = int(c.get("pages_ok", 0))
+            self.relevance_sum = float(c.get("relevance_sum", 0.0))
+            self.errors = Counter({k: int(v) for k, v in c.get("errors", {}).items()})
+        logger.info("resumed %s from %s: %d pages fetched", self.config.name, path, self.pages_fetched)
+        return True

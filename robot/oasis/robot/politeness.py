@@ -1,0 +1,223 @@
+"""Per-host politeness: robots.txt (protego), Crawl-delay, a minimum gap between requests, back-off.
+
+One :class:`Slot` per ``host[:port]`` (the unit of politeness, :func:`oasis.runtime.urls.host_of`). The
+crawler calls :meth:`Politeness.on_dispatch` when a fetcher starts a request to a host and
+:meth:`Politeness.on_finish` when the response is complete; a host is ready again ``delay`` seconds after its
+last request *finished*, so the gap between two requests as the server sees them is never below the delay. Not
+thread-safe: the crawler guards it with its lock.
+
+robots.txt (RFC 9309): fetched once per host before any other request to it, through the same slot; 2xx is
+parsed (cut at ``max_robots_bytes``); 4xx means no restrictions; 5xx, 429, timeouts and connection errors
+mean "disallow everything for now" and the host is retried after ``robots_retry`` seconds, and given up
+after ``robots_max_failures`` attempts. A robots.txt that the parser rejects disallows everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from protego import Protego
+
+from oasis.robot.config import RobotConfig
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN = "unknown"  # robots.txt not fetched yet
+FETCHING = "fetching"
+READY = "ready"
+FAILED = "failed"  # robots.txt unavailable too often: the host is given up
+
+
+@dataclass
+class Slot:
+    host: str
+    robots_state: str = UNKNOWN
+    robots: Protego | None = None  # None with READY: no restrictions (4xx)
+    robots_url: str = ""
+    robots_failures: int = 0
+    robots_redirects: int = 0
+    crawl_delay: float = 0.0
+    in_flight: int = 0
+    next_allowed: float = 0.0  # monotonic seconds
+    hold_until: float = 0.0  # robots.txt unreachable: no request before this time
+    backoff_until: float = 0.0  # after 429 / 503: no request before this time
+    backoffs: int = 0  # consecutive 429/503 answers
+    last_started: float = -math.inf
+    last_finished: float = -math.inf
+    requests: int = 0
+
+
+def robots_url_for(host: str, scheme: str = "http") -> str:
+    return urlunsplit((scheme, host, "/robots.txt", "", ""))
+
+
+class Politeness:
+    def __init__(self, config: RobotConfig) -> None:
+        self._config = config
+        self._slots: dict[str, Slot] = {}
+
+    # ----- hosts -----
+    def slot(self, host: str, scheme: str = "http") -> Slot:
+        slot = self._slots.get(host)
+        if slot is None:
+            slot = Slot(host=host, robots_url=robots_url_for(host, scheme))
+            self._slots[host] = slot
+        return slot
+
+    def known(self, host: str) -> bool:
+        return host in self._slots
+
+    def note_url(self, url: str) -> Slot:
+        parts = urlsplit(url)
+        return self.slot(parts.netloc, parts.scheme or "http")
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def slots(self) -> Iterable[Slot]:
+        return self._slots.values()
+
+    def delay(self, slot: Slot) -> float:
+        """Seconds between the end of one request to the host and the start of the next."""
+        if not self._config.politeness:
+            return 0.0
+        return max(self._config.min_delay, min(slot.crawl_delay, self._config.max_crawl_delay))
+
+    def _free(self, slot: Slot, now: float) -> bool:
+        return slot.in_flight < self._config.host_concurrency and now >= slot.next_allowed
+
+    # ----- readiness -----
+    def host_ready(self, host: str, now: float) -> bool:
+        """May a page request to ``host`` start at ``now``? (robots.txt known, slot free, no back-off)."""
+        slot = self._slots.get(host)
+        return slot is not None and slot.robots_state == READY and self._free(slot, now)
+
+    def robots_due(self, now: float) -> list[Slot]:
+        """Hosts whose robots.txt should be requested now."""
+        return [s for s in self._slots.values() if s.robots_state == UNKNOWN and self._free(s, now)]
+
+    def next_wakeup(self, now: float) -> float | None:
+        """Earliest future time at which a currently blocked, idle host becomes free (None if none)."""
+        times = [
+            s.next_allowed
+            for s in self._slots.values()
+            if s.in_flight == 0 and s.next_allowed > now and s.robots_state in (UNKNOWN, READY)
+        ]
+        return min(times) if times else None
+
+    def can_fetch(self, url: str) -> bool:
+        """robots.txt check for a page URL of a READY host (False for hosts not READY)."""
+        slot = self._slots.get(urlsplit(url).netloc)
+        if slot is None or slot.robots_state != READY:
+            return False
+        if slot.robots is None:
+            return True
+        try:
+            return bool(slot.robots.can_fetch(url, self._config.robots_agent))
+        except Exception:  # a parser bug on hostile input: be conservative
+            logger.warning("robots.txt check failed for %s", url[:200], exc_info=True)
+            return False
+
+    def given_up(self, host: str) -> bool:
+        slot = self._slots.get(host)
+        return slot is not None and slot.robots_state == FAILED
+
+    # ----- events -----
+    def on_dispatch(self, host: str, now: float, *, robots: bool = False) -> None:
+        slot = self.slot(host)
+        slot.in_flight += 1
+        slot.requests += 1
+        slot.last_started = now
+        if robots:
+            slot.robots_state = FETCHING
+        if self._config.politeness:
+            slot.next_allowed = math.inf  # until this request finishes
+
+    def on_finish(
+        self, host: str, finished: float, *, throttled: bool = False, retry_after: float | None = None
+    ) -> None:
+        """A request to ``host`` finished at ``finished``; ``throttled`` for 429/503 (with Retry-After)."""
+        slot = self.slot(host)
+        slot.in_flight = max(0, slot.in_flight - 1)
+        slot.last_finished = max(slot.last_finished, finished)
+        wait = self.delay(slot)
+        if throttled:
+            slot.backoffs += 1
+            slot.backoff_until = finished + backoff_seconds(slot.backoffs, retry_after, self._config)
+        else:
+            slot.backoffs = 0
+        hold = max(slot.hold_until, slot.backoff_until)
+        if self._config.politeness:
+            previous = slot.next_allowed if slot.next_allowed != math.inf else 0.0
+            slot.next_allowed = max(previous, finished + wait, hold)
+        else:
+            slot.next_allowed = hold
+
+    def set_robots(self, host: str, status: int, content: bytes, now: float) -> None:
+        """Record the answer to the robots.txt request (status 0: no response)."""
+        slot = self.slot(host)
+        if 200 <= status < 300:
+            text = content[: self._config.max_robots_bytes].decode("utf-8", errors="replace")
+            try:
+                slot.robots = Protego.parse(text)
+                delay = slot.robots.crawl_delay(self._config.robots_agent)
+            except Exception:
+                logger.warning("unparsable robots.txt on %s: disallowing the host", host, exc_info=True)
+                slot.robots = Protego.parse("User-agent: *\nDisallow: /\n")
+                delay = None
+            slot.crawl_delay = float(delay) if delay is not None and delay >= 0 else 0.0
+            slot.robots_state = READY
+        elif 400 <= status < 500 and status != 429:
+            slot.robots = None  # "unavailable": no restrictions (RFC 9309 2.3.1.3)
+            slot.robots_state = READY
+        else:  # 5xx, 429, no response: "unreachable" -> assume complete disallow, retry later
+            slot.robots_failures += 1
+            if slot.robots_failures >= self._config.robots_max_failures:
+                slot.robots_state = FAILED
+                logger.warning(
+                    "robots.txt of %s unreachable %d times: host given up", host, slot.robots_failures
+                )
+            else:
+                slot.robots_state = UNKNOWN
+                slot.hold_until = now + self._config.robots_retry
+                if slot.in_flight == 0:
+                    slot.next_allowed = max(slot.next_allowed, slot.hold_until)
+
+    def give_up(self, host: str) -> None:
+        """Never request anything from ``host`` again (e.g. it resolves to a refused private address)."""
+        self.slot(host).robots_state = FAILED
+
+    def robots_redirect(self, host: str, target: str) -> None:
+        """robots.txt redirected: follow up to 5 hops on the same host, else treat as unavailable (4xx)."""
+        slot = self.slot(host)
+        slot.robots_redirects += 1
+        if urlsplit(target).netloc == host and slot.robots_redirects <= 5:
+            slot.robots_url = target
+            slot.robots_state = UNKNOWN
+        else:
+            slot.robots = None
+            slot.robots_state = READY
+
+    # ----- checkpoint -----
+    def state_dict(self) -> dict[str, object]:
+        return {
+            host: {
+                "robots_state": s.robots_state if s.robots_state != FETCHING else UNKNOWN,
+                "robots_failures": s.robots_failures,
+            }
+            for host, s in self._slots.items()
+        }
+
+
+def backoff_seconds(attempt: int, retry_after: float | None, config: RobotConfig) -> float:
+    """Wait after the ``attempt``-th consecutive 429/503: Retry-After if given, else exponential from 1 s;
+    both capped at ``max_backoff``."""
+    if attempt < 1:
+        raise ValueError("attempt must be >= 1")
+    if retry_after is not None and retry_after >= 0:
+        return min(retry_after, config.max_backoff)
+    return min(max(1.0, config.min_delay) * 2.0 ** (attempt - 1), config.max_backoff)

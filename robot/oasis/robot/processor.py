@@ -1,0 +1,164 @@
+"""The response processor (papers/004, Figure 2): responses in; outcomes for the request controller and
+add / modify / delete instructions for the document collection (the engine) out.
+
+For each response: parse with :func:`oasis.runtime.html.parse_html` (the project's one HTML parser: title,
+visible text, canonical deduplicated links without fragments, anchor text); score the page and the anchor
+texts of its links with the engine's topic model (one Score call per batch of responses); detect changes by
+a content hash (``new`` / ``modified`` / ``unchanged``; 404 / 410 of a known page is ``deleted``); anything
+else is ``error`` with the fetch's error kind. Bad input never raises here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from oasis.robot import fetcher as f
+from oasis.robot.engine_port import IndexDoc
+from oasis.runtime.html import parse_html
+
+logger = logging.getLogger(__name__)
+
+MAX_LINKS_PER_PAGE = 1000  # link farms / traps: the rest of a page's links are ignored
+NEW, MODIFIED, UNCHANGED, DELETED, ERROR = "new", "modified", "unchanged", "deleted", "error"
+
+Scorer = Callable[[Sequence[tuple[str, str]]], list[float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    url: str
+    anchor: str
+    anchor_relevance: float
+
+
+@dataclass(frozen=True, slots=True)
+class Processed:
+    url: str
+    kind: str  # new | modified | unchanged | deleted | error
+    relevance: float
+    children: tuple[Child, ...] = ()
+    op: IndexDoc | None = None  # what to send to the engine, if anything
+    error: str | None = None  # the fetch / processing error kind (for the error counters)
+    content_hash: str | None = None
+    seed: str | None = None  # a URL to add as a new root (the target of a known page's redirect)
+
+
+def content_hash(title: str, text: str) -> str:
+    return hashlib.blake2b(f"{title}\x00{text}".encode("utf-8", "replace"), digest_size=16).hexdigest()
+
+
+@dataclass
+class Known:
+    """What the robot remembers of a page it has retrieved (for change detection and Eq. 11's r_k)."""
+
+    hash: str
+    relevance: float
+
+
+class ResponseProcessor:
+    def __init__(
+        self,
+        scorer: Scorer,
+        *,
+        max_bytes: int,
+        in_scope: Callable[[str], bool] = lambda url: True,
+        known: dict[str, Known] | None = None,
+        max_links: int = MAX_LINKS_PER_PAGE,
+        min_relevance: float = 0.0,
+    ) -> None:
+        self._score = scorer
+        self._max_bytes = max_bytes
+        self._in_scope = in_scope
+        self.known: dict[str, Known] = known if known is not None else {}
+        self._max_links = max_links
+        self._min_relevance = min_relevance
+
+    def process(self, results: Sequence[f.FetchResult], fetch_time: float) -> list[Processed]:
+        """Process a batch of responses; one Score call for all of its pages and anchors."""
+        parsed: dict[int, tuple[str, str, list[tuple[str, str]], bool]] = {}
+        texts: list[tuple[str, str]] = []
+        anchor_slot: dict[str, int] = {}
+        for i, res in enumerate(results):
+            if res.kind != f.OK:
+                continue
+            page = parse_html(res.content, res.url, encoding=res.charset, max_bytes=self._max_bytes)
+            links = (
+                [] if page.nofollow else [(ln.url, ln.anchor) for ln in page.links if self._in_scope(ln.url)]
+            )
+            links = links[: self._max_links]
+            parsed[i] = (page.title, page.text, links, page.noindex)
+            for _, anchor in links:
+                if anchor and anchor not in anchor_slot:
+                    anchor_slot[anchor] = -1
+        page_idx = {i: len(texts) + k for k, i in enumerate(parsed)}
+        texts.extend((title, text) for title, text, _, _ in parsed.values())
+        for anchor in anchor_slot:
+            anchor_slot[anchor] = len(texts)
+            texts.append(("", anchor))
+        scores = self._score(texts) if texts else []
+        out: list[Processed] = []
+        for i, res in enumerate(results):
+            if i in parsed:
+                title, text, links, noindex = parsed[i]
+                r = _clip(scores[page_idx[i]])
+                children = tuple(
+                    Child(url, anchor, _clip(scores[anchor_slot[anchor]]) if anchor else 0.0)
+                    for url, anchor in links
+                )
+                out.append(self._page(res.url, title, text, r, children, noindex, fetch_time))
+            else:
+                out.append(self._failure(res))
+        return out
+
+    def _page(
+        self,
+        url: str,
+        title: str,
+        text: str,
+        r: float,
+        children: tuple[Child, ...],
+        noindex: bool,
+        fetch_time: float,
+    ) -> Processed:
+        digest = content_hash(title, text)
+        before = self.known.get(url)
+        if before is None:
+            kind = NEW
+        elif before.hash == digest:
+            kind = UNCHANGED
+        else:
+            kind = MODIFIED
+        self.known[url] = Known(digest, r)
+        op = None
+        keep = not noindex and r >= self._min_relevance  # below the threshold: learned from, not indexed
+        if kind != UNCHANGED and keep:
+            op = IndexDoc(url=url, title=title, text=text, fetch_time=fetch_time, relevance=r)
+        elif not keep and before is not None:
+            op = IndexDoc(url=url, delete=True)
+        return Processed(url, kind, r, children, op, None, digest)
+
+    def _failure(self, res: f.FetchResult) -> Processed:
+        if res.kind == f.REDIRECT and res.redirect_to is not None:
+            # the redirect's target is the one child of a page with no content of its own (reward 0)
+            target = res.redirect_to
+            follow = target != res.url and self._in_scope(target)
+            before = self.known.pop(res.url, None)
+            if before is not None:  # a page we indexed moved: delete it, and crawl the target as a new root
+                op = IndexDoc(url=res.url, delete=True)
+                return Processed(
+                    res.url, DELETED, before.relevance, (), op, f.REDIRECT, seed=target if follow else None
+                )
+            children = (Child(target, "", 0.0),) if follow else ()
+            return Processed(res.url, NEW, 0.0, children, None, f.REDIRECT)
+        if res.kind == f.NOT_FOUND:
+            before = self.known.pop(res.url, None)
+            if before is not None:
+                return Processed(res.url, DELETED, before.relevance, (), IndexDoc(url=res.url, delete=True))
+        return Processed(res.url, ERROR, 0.0, (), None, res.kind)
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, float(x))) if x == x else 0.0  # NaN -> 0

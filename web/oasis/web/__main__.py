@@ -1,0 +1,79 @@
+"""``python -m oasis.web --corpus SPEC|PATH [--address-file FILE]``: serve a replayed web until SIGTERM.
+
+The address file gets ``{"address", "pid", "hosts": {corpus origin: served origin}, "seeds": [...],
+"corpus", "pages"}`` (written atomically once every host is listening).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from oasis.web.corpus import CorpusError, load_corpus
+from oasis.web.server import Behaviour, ReplayedWeb, RobotsPolicy
+
+logger = logging.getLogger("oasis.web")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m oasis.web", description="Serve a replayed web on loopback"
+    )
+    parser.add_argument(
+        "--corpus", required=True, help="synthetic:KEY=VALUE,..., debian:NAME, WARC/graph file or folder"
+    )
+    parser.add_argument("--base-url", default="http://docs.local/", help="base URL for a folder corpus")
+    parser.add_argument("--address-file", type=Path, help="write the served addresses here (JSON)")
+    parser.add_argument("--crawl-delay", type=float, default=None, help="Crawl-delay in every robots.txt")
+    parser.add_argument("--disallow", action="append", default=[], help="a Disallow path for every host")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every response")
+    parser.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def write_address_file(path: Path, info: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps({**info, "pid": os.getpid()}, indent=1))
+    os.replace(tmp, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from oasis.runtime.service import configure_logging
+
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        robots = RobotsPolicy(disallow=tuple(args.disallow), crawl_delay=args.crawl_delay)
+        behaviour = Behaviour(latency=args.latency)
+        corpus = load_corpus(args.corpus, base_url=args.base_url)
+    except (CorpusError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    done = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        logger.info("signal %d: stopping the replayed web", signum)
+        done.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    with ReplayedWeb(corpus, robots=robots, behaviour=behaviour) as web:
+        info = web.address_info()
+        if args.address_file is not None:
+            write_address_file(args.address_file, info)
+        logger.info("serving %s: %s", corpus.name, json.dumps(info["hosts"]))
+        done.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
