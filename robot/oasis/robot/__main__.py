@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from oasis.robot.app import add_robot_arguments, build_crawler, config_from_args
+from oasis.robot.app import Q_TABLE_FILE, add_robot_arguments, build_crawler, config_from_args, resume_crawler
 from oasis.robot.engine_port import RobotEngineError
 from oasis.robot.servicer import RobotServicer, add_robot_servicer
 from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--engine-wait", type=float, default=30.0, help="seconds to wait for the engine at start")
     p.add_argument("--log-level", default="INFO")
-    add_robot_arguments(p)
+    add_robot_arguments(p, q_table_default=f"STATE_DIR/{Q_TABLE_FILE}")
     return p
 
 
@@ -35,14 +35,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
     try:
-        config = config_from_args(args, name=args.name, state_dir=args.state_dir)
+        config = config_from_args(
+            args, name=args.name, state_dir=args.state_dir, default_q_table=args.state_dir / Q_TABLE_FILE
+        )
         server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)
+        crawler, engine = build_crawler(
+            config, args.engine, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    crawler, engine = build_crawler(
-        config, args.engine, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
-    )
     try:
         try:
             engine.wait_ready(args.engine_wait)
@@ -50,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         try:
-            resumed = crawler.resume()
+            resumed = resume_crawler(crawler)
         except (RuntimeError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import logging
 import random
+import tomllib
 from pathlib import Path
+from typing import Any
 
-from oasis.robot.config import RobotConfig
+from oasis.robot.config import LEARNING_POLICY, RobotConfig
 from oasis.robot.crawler import Crawler
 from oasis.robot.engine_client import EngineClient
-from oasis.robot.scheduling import POLICIES, make_controller
+from oasis.robot.scheduling import POLICIES, ControllerConfig, QTable, make_controller
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
+logger = logging.getLogger(__name__)
 
-def add_robot_arguments(p: argparse.ArgumentParser) -> None:
+Q_TABLE_FILE = "q_table.json"
+# ControllerConfig keys that every policy reads; all others only the learning policy reads
+_ALL_POLICY_KEYS = frozenset({"recrawl_rekey"})
+
+
+def add_robot_arguments(p: argparse.ArgumentParser, *, q_table_default: str = "none") -> None:
+    """The robot's flags. ``q_table_default`` says in --help where the robot keeps its Q-table by default."""
     p.add_argument("--seeds", nargs="*", default=[], metavar="URL", help="seed URLs (http/https)")
     p.add_argument(
         "--max-pages", type=int, default=0, help="stop after this many page requests (0: no limit)"
@@ -64,10 +76,96 @@ def add_robot_arguments(p: argparse.ArgumentParser) -> None:
         help="also crawl this host (default scope: the seeds' hosts)",
     )
     scope.add_argument("--any-host", action="store_true", help="follow links to any host")
+    p.add_argument(
+        "--controller-config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="request controller parameters: a JSON (or .toml) object of ControllerConfig fields "
+        "(state, alpha, alpha_passive, gamma, epsilon, q_init, relevance_bins, anchor_bins, max_depth, "
+        "recrawl_rekey, learn, prior, rediscovery); default: the built-in values",
+    )
+    p.add_argument(
+        "--q-table",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the robot's own Q-table (policy whittle): loaded at start if it exists, saved atomically "
+        f"at every checkpoint and on stop, so a restarted robot keeps what it learned (default: "
+        f"{q_table_default})",
+    )
+    p.add_argument(
+        "--initial-q-table",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="a shipped or offline-trained Q-table (e.g. from 'oasis replay --save-q') to start from "
+        "while the robot has no table of its own (no --q-table file, no checkpoint)",
+    )
 
 
-def config_from_args(args: argparse.Namespace, *, name: str, state_dir: Path | None) -> RobotConfig:
-    """The robot's config; the crawl scope is the seeds' hosts plus ``--allow-host`` unless ``--any-host``."""
+def load_controller_config(path: Path) -> ControllerConfig:
+    """A :class:`ControllerConfig` from a JSON object (or a TOML table for ``*.toml``) of its fields.
+
+    Raises ValueError naming the file (and the key) for unreadable files, unknown keys and bad values."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read controller config {path}: {exc}") from exc
+    is_toml = path.suffix.lower() == ".toml"
+    try:
+        data: Any = tomllib.loads(text) if is_toml else json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        kind = "TOML" if is_toml else "JSON"
+        raise ValueError(f"controller config {path}: not valid {kind}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"controller config {path}: expected an object of ControllerConfig fields")
+    return controller_config_from_dict(data, source=str(path))
+
+
+def controller_config_from_dict(data: dict[str, Any], *, source: str) -> ControllerConfig:
+    """Check each key (known field, right type, valid value) and build the config; errors name the key."""
+    defaults = ControllerConfig()
+    known = {f.name for f in dataclasses.fields(ControllerConfig)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            raise ValueError(
+                f"controller config {source}: unknown key {key!r}; known keys: {', '.join(sorted(known))}"
+            )
+        expected = type(getattr(defaults, key))
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if type(value) is not expected:
+            raise ValueError(
+                f"controller config {source}: key {key!r} must be {expected.__name__}, got {value!r}"
+            )
+        try:
+            ControllerConfig(**{key: value})  # each key's own check, so the message can name it
+        except ValueError as exc:
+            raise ValueError(f"controller config {source}: key {key!r}: {exc}") from exc
+        values[key] = value
+    try:
+        return ControllerConfig(**values)
+    except ValueError as exc:
+        raise ValueError(f"controller config {source}: {exc}") from exc
+
+
+def load_q_table(path: Path) -> QTable:
+    """Read a Q-table file; ValueError naming the file if it is unreadable or not a Q-table."""
+    try:
+        return QTable.load(path)
+    except (OSError, ValueError, TypeError) as exc:
+        raise ValueError(f"cannot load Q-table {path}: {exc}") from exc
+
+
+def config_from_args(
+    args: argparse.Namespace, *, name: str, state_dir: Path | None, default_q_table: Path | None = None
+) -> RobotConfig:
+    """The robot's config; the crawl scope is the seeds' hosts plus ``--allow-host`` unless ``--any-host``.
+
+    ``--q-table`` falls back to ``default_q_table`` for the learning policy. Learning flags with a policy
+    that learns nothing, a bad controller config or a missing initial table raise ValueError."""
     allowed: frozenset[str] | None = None
     if not args.any_host:
         hosts = set(args.allow_host)
@@ -77,7 +175,30 @@ def config_from_args(args: argparse.Namespace, *, name: str, state_dir: Path | N
             except InvalidURL:
                 continue
         allowed = frozenset(hosts) if hosts else None
-    extra = {} if args.user_agent is None else {"user_agent": args.user_agent}
+    extra: dict[str, Any] = {} if args.user_agent is None else {"user_agent": args.user_agent}
+    learning = args.policy == LEARNING_POLICY
+    if not learning and (args.q_table is not None or args.initial_q_table is not None):
+        raise ValueError(
+            f"policy {args.policy!r} learns no Q-table: --q-table and --initial-q-table need "
+            f"--policy {LEARNING_POLICY}"
+        )
+    if args.controller_config is not None:
+        controller = load_controller_config(args.controller_config)
+        if not learning:
+            ignored = sorted(
+                f.name
+                for f in dataclasses.fields(ControllerConfig)
+                if f.name not in _ALL_POLICY_KEYS and getattr(controller, f.name) != f.default
+            )
+            if ignored:
+                raise ValueError(
+                    f"controller config {args.controller_config}: policy {args.policy!r} learns nothing "
+                    f"and ignores {', '.join(ignored)} (only --policy {LEARNING_POLICY} reads them)"
+                )
+        extra["controller"] = controller
+    if args.initial_q_table is not None and not args.initial_q_table.is_file():
+        raise ValueError(f"initial Q-table {args.initial_q_table} does not exist")
+    q_table = args.q_table if args.q_table is not None else (default_q_table if learning else None)
     return RobotConfig(
         name=name,
         policy=args.policy,
@@ -92,6 +213,8 @@ def config_from_args(args: argparse.Namespace, *, name: str, state_dir: Path | N
         checkpoint_interval=args.checkpoint_interval,
         min_relevance=args.min_relevance,
         state_dir=state_dir,
+        q_table=q_table,
+        initial_q_table=args.initial_q_table,
         **extra,
     )
 
@@ -104,11 +227,46 @@ def build_crawler(
     recrawl: str = "none",
     recrawl_period: float = 60.0,
 ) -> tuple[Crawler, EngineClient]:
-    engine = EngineClient(engine_address, timeout=config.engine_timeout)
+    """The crawler and its engine client; the request controller is built from ``config.policy`` and
+    ``config.controller`` and starts from :func:`start_q_table`. Call :func:`resume_crawler` next.
+    Raises ValueError (naming the file) for an unreadable Q-table."""
+    table = start_q_table(config)  # first: a bad table is reported before anything starts
     hook = None
     if recrawl == "whittle":
         from oasis.freshness.recrawl import WhittleRecrawl
 
         hook = WhittleRecrawl(period=recrawl_period)
-    controller = make_controller(config.policy, rng=random.Random(seed), recrawl_index=hook)
+    engine = EngineClient(engine_address, timeout=config.engine_timeout)
+    controller = make_controller(
+        config.policy, rng=random.Random(seed), config=config.controller, recrawl_index=hook, q=table
+    )
     return Crawler(config, controller, engine), engine
+
+
+def start_q_table(config: RobotConfig) -> QTable | None:
+    """The table a robot starts from: its own (``q_table``) if that file exists, else ``initial_q_table``,
+    else None (a fresh table). Read before anything is written, so a corrupt file is reported (ValueError
+    naming it) and never overwritten."""
+    for path, what in ((config.q_table, "own"), (config.initial_q_table, "initial")):
+        if path is not None and (what == "initial" or path.exists()):
+            table = load_q_table(path)
+            logger.info("%s: starts from the %s Q-table %s (%d states)", config.name, what, path, len(table))
+            return table
+    return None
+
+
+def resume_crawler(crawler: Crawler) -> bool:
+    """Resume from the checkpoint (:meth:`Crawler.resume`), keeping the robot's own Q-table file.
+
+    A checkpoint holds the controller's table as it was at that checkpoint; the ``q_table`` file is written
+    then or later (and on stop), so when it exists it replaces the checkpoint's copy: a restarted robot
+    never goes back to fewer updates than it saved. Without a file of its own, a resumed robot keeps the
+    checkpoint's table (its ``initial_q_table`` is only a starting point)."""
+    resumed = crawler.resume()
+    path = crawler.config.q_table
+    if resumed and path is not None and path.exists():
+        try:
+            crawler.controller.load_q(path)
+        except (OSError, ValueError, TypeError) as exc:
+            raise ValueError(f"cannot load Q-table {path}: {exc}") from exc
+    return resumed

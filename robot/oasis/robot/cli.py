@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    from oasis.robot.app import add_robot_arguments
+    from oasis.robot.app import Q_TABLE_FILE, add_robot_arguments
 
     p = sub.add_parser(
         "crawl",
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
             "--state-dir/index, or a temp dir) and stopped at the end."
         ),
     )
-    add_robot_arguments(p)
+    add_robot_arguments(p, q_table_default=f"STATE_DIR/robot/{Q_TABLE_FILE} with --state-dir, else none")
     p.add_argument(
         "--engine", default=None, help="HOST:PORT of a running engine (omit: start a temporary one)"
     )
@@ -66,7 +66,7 @@ def _start_engine(args: argparse.Namespace, workdir: Path) -> tuple[subprocess.P
 def run_crawl(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from oasis.robot.app import build_crawler, config_from_args
+    from oasis.robot.app import Q_TABLE_FILE, build_crawler, config_from_args, resume_crawler
     from oasis.robot.engine_port import RobotEngineError
 
     tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -78,8 +78,11 @@ def run_crawl(args: argparse.Namespace) -> int:
         else:
             state_dir = args.state_dir
             state_dir.mkdir(parents=True, exist_ok=True)
+        robot_dir = state_dir / "robot"
+        # a temporary state dir forgets everything at the end: no default table there
+        default_q = robot_dir / Q_TABLE_FILE if args.state_dir is not None else None
         try:
-            config = config_from_args(args, name=args.name, state_dir=state_dir / "robot")
+            config = config_from_args(args, name=args.name, state_dir=robot_dir, default_q_table=default_q)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -89,12 +92,20 @@ def run_crawl(args: argparse.Namespace) -> int:
                 print("error: give --engine HOST:PORT, or --keywords for a temporary engine", file=sys.stderr)
                 return 2
             engine_proc, address = _start_engine(args, state_dir)
-        crawler, engine = build_crawler(
-            config, address, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
-        )
+        try:
+            crawler, engine = build_crawler(
+                config, address, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
+            )
+        except ValueError as exc:  # an unreadable Q-table (nothing written)
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         try:
             engine.wait_ready(30)
-            resumed = crawler.resume()
+            try:
+                resumed = resume_crawler(crawler)
+            except (RuntimeError, ValueError) as exc:  # an unreadable checkpoint or Q-table
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
             seeds = crawler.add_seeds(args.seeds)
             if not seeds and not resumed:
                 print("error: no valid http(s) seed URL", file=sys.stderr)

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from oasis.robot.scheduling import ControllerConfig
+
 DEFAULT_USER_AGENT = "OasisRobot/0.1 (+https://example.invalid/oasis; topic-specific research crawler)"
 ROBOTS_AGENT = "OasisRobot"  # the product token matched against robots.txt User-agent lines
+LEARNING_POLICY = "whittle"  # the one request controller that learns a Q-table (save_q / load_q)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -17,6 +20,11 @@ class RobotConfig:
     ``max(min_delay, Crawl-delay)`` seconds after the previous one to that host *finished* (so the gap
     between two requests as the server sees them is never below the delay). ``politeness=False`` drops the
     delay and the per-host limit (benchmarks against a local server only); robots.txt is still obeyed.
+
+    Learning (policy ``whittle`` only): ``controller`` holds the request controller's parameters;
+    ``q_table`` is the robot's own Q-table file, loaded at start when it exists and written atomically at
+    every checkpoint and on stop; ``initial_q_table`` (a shipped or offline-trained table, e.g. from
+    ``oasis replay --save-q``) is the starting table of a robot that has no table of its own yet.
     """
 
     name: str = "robot"
@@ -50,6 +58,9 @@ class RobotConfig:
     process_batch: int = 16  # responses the processor takes at once (one Score call)
     engine_timeout: float = 30.0
     state_dir: Path | None = None
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    q_table: Path | None = None  # the robot's own Q-table: loaded if present, saved as it learns
+    initial_q_table: Path | None = None  # the table to start from while q_table does not exist yet
     extra: dict[str, float] = field(default_factory=dict)  # controller config passthrough
 
     def __post_init__(self) -> None:
@@ -90,6 +101,11 @@ class RobotConfig:
             raise ValueError("max_response_queue must be >= max_in_flight")
         if not self.content_types:
             raise ValueError("content_types must not be empty")
+        if self.policy != LEARNING_POLICY and (self.q_table is not None or self.initial_q_table is not None):
+            raise ValueError(
+                f"policy {self.policy!r} learns no Q-table; q_table and initial_q_table need policy "
+                f"{LEARNING_POLICY!r}"
+            )
 
     @property
     def body_memory_bound(self) -> int:

@@ -76,6 +76,10 @@ class RequestControllerLike(Protocol):
 
     def load_state(self, state: dict[str, Any]) -> Any: ...
 
+    def save_q(self, path: str | os.PathLike[str]) -> None: ...
+
+    def load_q(self, path: str | os.PathLike[str]) -> None: ...
+
 
 OutcomeFactory = Callable[[Processed], Any]
 
@@ -327,6 +331,7 @@ class Crawler:
                 t.join(10.0)
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+        self._save_q()  # also when the engine was down and the final checkpoint was not written
         with self._lock:
             if self.state == STOPPING:
                 self.state = STOPPED
@@ -696,7 +701,17 @@ class Crawler:
                 },
             }
 
+    def _save_q(self) -> None:
+        """Write the request controller's Q-table to ``config.q_table`` (atomically: temp file + rename)."""
+        path = self.config.q_table
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:  # the processor thread updates the table under this lock
+            self.controller.save_q(path)
+
     def _write_snapshot(self, state: dict[str, Any]) -> None:
+        self._save_q()
         path = self.checkpoint_path
         if path is None:
             return
