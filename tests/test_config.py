@@ -54,3 +54,74 @@ def test_unparsable_toml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.toml")
 
+
+
+def _learning_toml(tmp_path: Path, robot: str, topics: str) -> Path:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "ctl.json").write_text('{"alpha": 0.25}')
+    (conf / "q0.json").write_text('{"format": "oasis-qtable/1", "q": {}}')
+    (conf / "ctl-b.toml").write_text("gamma = 0.75\n")
+    path = conf / "cluster.toml"
+    path.write_text(f"[robot]\n{robot}\n{topics}")
+    return path
+
+
+def test_robot_learning_files_relative_to_the_toml_reach_the_robot_flags(tmp_path: Path) -> None:
+    from oasis.cluster.launcher import robot_argv
+    from oasis.robot.__main__ import build_parser
+    from oasis.robot.app import config_from_args
+
+    path = _learning_toml(
+        tmp_path,
+        'controller_config = "ctl.json"\ninitial_q_table = "q0.json"',
+        '[[topic]]\nname = "a"\nkeywords = ["x"]\n'
+        '[[topic]]\nname = "b"\nkeywords = ["y"]\n'
+        'controller_config = "ctl-b.toml"\nq_table = "tables/qb.json"\n',
+    )
+    conf = path.parent.resolve()
+    config = load_config(path)
+    assert config.robot_files("a") == {
+        "controller_config": conf / "ctl.json",
+        "initial_q_table": conf / "q0.json",
+    }
+    assert config.robot_files("b") == {
+        "controller_config": conf / "ctl-b.toml",  # the topic overrides [robot]
+        "q_table": conf / "tables" / "qb.json",  # need not exist yet: the robot writes it
+        "initial_q_table": conf / "q0.json",
+    }
+    # the launcher's argv parses with the robot's own parser into the robot's config
+    for topic, alpha, gamma, q_table in (
+        ("a", 0.25, 0.5, tmp_path / "state-a" / "q_table.json"),  # default: the robot's state dir
+        ("b", 0.5, 0.75, conf / "tables" / "qb.json"),
+    ):
+        state = tmp_path / f"state-{topic}"
+        argv = robot_argv(config, topic, "127.0.0.1:1", state_dir=state, seeds=["http://h/"], log_level="X")
+        args = build_parser().parse_args(argv[2:])
+        rc = config_from_args(args, name=args.name, state_dir=state, default_q_table=state / "q_table.json")
+        assert (rc.controller.alpha, rc.controller.gamma) == (alpha, gamma)
+        assert rc.q_table == q_table and rc.initial_q_table == conf / "q0.json"
+
+
+@pytest.mark.parametrize(
+    ("robot", "topics", "message"),
+    [
+        ('q_table = "q.json"', "", r"\[robot\]: q_table is per robot"),
+        ('controller_config = "nope.json"', "", r"\[robot\]: controller_config .*nope\.json does not exist"),
+        ("", 'initial_q_table = "gone.json"', r"topic 'a': initial_q_table .*gone\.json does not exist"),
+        ("", "q_table = 3", "q_table must be a file path"),
+        ('policy = "bfs"', 'q_table = "qa.json"', "learns no Q-table"),
+        ('policy = "bfs"\ninitial_q_table = "q0.json"', "", "learns no Q-table"),
+    ],
+)
+def test_bad_robot_learning_files(tmp_path: Path, robot: str, topics: str, message: str) -> None:
+    path = _learning_toml(tmp_path, robot, f'[[topic]]\nname = "a"\nkeywords = ["x"]\n{topics}\n')
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_two_robots_may_not_share_a_q_table(tmp_path: Path) -> None:
+    topic = '[[topic]]\nname = "{}"\nkeywords = ["x"]\nq_table = "q.json"\n'
+    path = _learning_toml(tmp_path, "", topic.format("a") + topic.format("b"))
+    with pytest.raises(ConfigError, match="its own q_table"):
+        load_config(path)

@@ -1,4 +1,9 @@
-"""Cluster configuration: topics, timing and the default web, read from TOML (with a built-in default)."""
+"""Cluster configuration: topics, timing and the default web, read from TOML (with a built-in default).
+
+Robots' learning files (``controller_config``, ``initial_q_table`` in ``[robot]`` or a ``[[topic]]``;
+``q_table`` only in a ``[[topic]]``, one table per robot) are paths relative to the TOML file; the launcher
+passes them as the robot's ``--controller-config``, ``--initial-q-table`` and ``--q-table`` flags.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ DEFAULT_CONFIG = "default_cluster.toml"
 # service names the launcher uses itself; an engine (topic) may not take one
 RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web"})
 ROBOT_PREFIX = "robot-"
+LEARNING_POLICY = "whittle"  # the robot policy that learns a Q-table
+ROBOT_FILES = ("controller_config", "q_table", "initial_q_table")  # per-topic robot keys (paths)
 
 
 class ConfigError(ValueError):
@@ -23,6 +30,10 @@ class TopicConfig:
     name: str
     description: str
     keywords: tuple[str, ...]
+    # this topic's robot (override [robot]); q_table is the robot's own table, loaded and saved as it learns
+    controller_config: Path | None = None
+    q_table: Path | None = None
+    initial_q_table: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
@@ -40,6 +51,8 @@ class RobotSettings:
     max_in_flight: int = 4
     max_pages: int = 0
     min_relevance: float = 0.15  # pages below this r(i) are crawled through but not indexed
+    controller_config: Path | None = None  # every robot's request-controller parameters (JSON or TOML)
+    initial_q_table: Path | None = None  # every robot's starting Q-table while it has none of its own
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_relevance <= 1.0:
@@ -71,26 +84,68 @@ class ClusterConfig:
             raise ConfigError("default_deadline_ms must be positive")
         if self.max_concurrent_queries < 1:
             raise ConfigError("max_concurrent_queries must be >= 1")
+        tables = [t.q_table for t in self.topics if t.q_table is not None]
+        if len(set(tables)) != len(tables):
+            raise ConfigError("each topic's robot needs its own q_table file")
+        if self.robot.policy != LEARNING_POLICY:
+            for t in self.topics:
+                if t.q_table is not None or self.robot_files(t.name).get("initial_q_table") is not None:
+                    raise ConfigError(
+                        f"robot policy {self.robot.policy!r} learns no Q-table (topic {t.name!r}); "
+                        f"q_table and initial_q_table need policy {LEARNING_POLICY!r}"
+                    )
+
+    def robot_files(self, topic: str) -> dict[str, Path]:
+        """The learning files of ``topic``'s robot (key -> path): the topic's own, else ``[robot]``'s."""
+        t = next((t for t in self.topics if t.name == topic), None)
+        files: dict[str, Path] = {}
+        for key in ROBOT_FILES:
+            path = getattr(t, key, None) or getattr(self.robot, key, None)  # [robot] has no q_table
+            if path is not None:
+                files[key] = path
+        return files
 
 
-def _topic(raw: dict[str, Any]) -> TopicConfig:
+def _path(table: dict[str, Any], key: str, where: str, base_dir: Path | None) -> Path | None:
+    """``table[key]`` as a path relative to ``base_dir`` (the TOML file's folder); None when absent.
+    An input file (every key but q_table, which the robot creates) must exist."""
+    raw = table.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise ConfigError(f"{where}: {key} must be a file path (a string), got {raw!r}")
+    path = Path(raw).expanduser()
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    if key != "q_table" and not path.is_file():
+        raise ConfigError(f"{where}: {key} {path} does not exist")
+    return path
+
+
+def _topic(raw: dict[str, Any], base_dir: Path | None) -> TopicConfig:
     try:
+        name = str(raw["name"])
         return TopicConfig(
-            name=str(raw["name"]),
+            name=name,
             description=str(raw.get("description", "")),
             keywords=tuple(str(k) for k in raw["keywords"]),
+            **{key: _path(raw, key, f"topic {name!r}", base_dir) for key in ROBOT_FILES},
         )
     except KeyError as exc:
         raise ConfigError(f"topic is missing {exc.args[0]!r}: {raw}") from exc
 
 
-def parse_config(data: dict[str, Any]) -> ClusterConfig:
+def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterConfig:
+    """The cluster config from parsed TOML; relative robot file paths are taken relative to ``base_dir``
+    (the TOML file's folder; None: the current directory)."""
     cluster = data.get("cluster", {})
     web = data.get("web", {})
     robot = data.get("robot", {})
+    if "q_table" in robot:
+        raise ConfigError("[robot]: q_table is per robot: set it in a [[topic]] (the robot of that topic)")
     try:
         return ClusterConfig(
-            topics=tuple(_topic(t) for t in data.get("topic", [])),
+            topics=tuple(_topic(t, base_dir) for t in data.get("topic", [])),
             lease_seconds=float(cluster.get("lease_seconds", 5.0)),
             heartbeat_seconds=float(cluster.get("heartbeat_seconds", 1.0)),
             route_cache_seconds=float(cluster.get("route_cache_seconds", 2.0)),
@@ -103,6 +158,8 @@ def parse_config(data: dict[str, Any]) -> ClusterConfig:
                 max_in_flight=int(robot.get("max_in_flight", 4)),
                 max_pages=int(robot.get("max_pages", 0)),
                 min_relevance=float(robot.get("min_relevance", 0.15)),
+                controller_config=_path(robot, "controller_config", "[robot]", base_dir),
+                initial_q_table=_path(robot, "initial_q_table", "[robot]", base_dir),
             ),
         )
     except (TypeError, ValueError) as exc:
@@ -126,4 +183,4 @@ def load_config(path: Path | None = None) -> ClusterConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: {exc}") from exc
-    return parse_config(data)
+    return parse_config(data, base_dir=None if path is None else path.resolve().parent)

@@ -343,21 +343,48 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
         first = str(next(iter(hosts.values())))
         web.address = first
         cluster.save()
-    rs = config.robot
     for engine in cluster.of_kind("engine"):
-        argv = [
-            "-m", "oasis.robot",
-            "--name", f"{ROBOT_PREFIX}{engine.name}",
-            "--engine", engine.address,
-            "--state-dir", str(cluster.state_dir / "robots" / engine.name),
-            "--policy", rs.policy,
-            "--min-delay", str(rs.min_delay),
-            "--max-in-flight", str(rs.max_in_flight),
-            "--max-pages", str(rs.max_pages),
-            "--min-relevance", str(rs.min_relevance),
-            "--allow-private",
-            "--autostart",
-            "--log-level", log_level,
-            "--seeds", *seeds,
-        ]  # fmt: skip
+        argv = robot_argv(
+            config,
+            engine.name,
+            engine.address,
+            state_dir=cluster.state_dir / "robots" / engine.name,
+            seeds=seeds,
+            log_level=log_level,
+        )
         cluster.start(f"{ROBOT_PREFIX}{engine.name}", "robot", argv, timeout=timeout)
+
+
+def robot_argv(
+    config: ClusterConfig,
+    topic: str,
+    engine_address: str,
+    *,
+    state_dir: Path,
+    seeds: Sequence[str],
+    log_level: str,
+) -> list[str]:
+    """``python -m oasis.robot`` arguments of ``topic``'s robot (without --port / --address-file)."""
+    rs = config.robot
+    # the robot's learning files from the cluster TOML: --controller-config, --q-table, --initial-q-table
+    learning = [
+        arg
+        for key, path in config.robot_files(topic).items()
+        for arg in ("--" + key.replace("_", "-"), str(path))
+    ]
+    return [
+        "-m", "oasis.robot",
+        "--name", f"{ROBOT_PREFIX}{topic}",
+        "--engine", engine_address,
+        "--state-dir", str(state_dir),
+        "--policy", rs.policy,
+        "--min-delay", str(rs.min_delay),
+        "--max-in-flight", str(rs.max_in_flight),
+        "--max-pages", str(rs.max_pages),
+        "--min-relevance", str(rs.min_relevance),
+        "--allow-private",
+        "--autostart",
+        "--log-level", log_level,
+        *learning,
+        "--seeds", *seeds,
+    ]  # fmt: skip
