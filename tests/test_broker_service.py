@@ -16,7 +16,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from whoosh.analysis import StemmingAnalyzer
 
 from oasis.broker.__main__ import add_broker
 from oasis.broker.clients import GrpcDirectoryClient, GrpcEngineClient
@@ -27,6 +26,7 @@ from oasis.directory.__main__ import add_directory
 from oasis.directory.registry import Registry
 from oasis.runtime.service import RunningServer, ServerConfig, build_server
 from oasis.runtime.spawn import spawn_service
+from oasis.runtime.text import tokenize
 from oasis.v1 import (
     broker_pb2,
     broker_pb2_grpc,
@@ -37,7 +37,6 @@ from oasis.v1 import (
     engine_pb2_grpc,
 )
 
-ANALYZER = StemmingAnalyzer()
 OK, TIMEOUT, ERROR, SKIPPED, SUSPENDED = (
     broker_pb2.ENGINE_STATE_OK,
     broker_pb2.ENGINE_STATE_TIMEOUT,
@@ -48,7 +47,7 @@ OK, TIMEOUT, ERROR, SKIPPED, SUSPENDED = (
 
 
 def terms(text: str) -> list[str]:
-    return [t.text for t in ANALYZER(text)]
+    return tokenize(text)
 
 
 @dataclass
