@@ -18,7 +18,7 @@ import grpc
 import pytest
 
 from oasis.broker.__main__ import add_broker
-from oasis.broker.clients import GrpcDirectoryClient, GrpcEngineClient
+from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import ROUTE_SOURCE_METADATA
 from oasis.broker.suspension import BackoffPolicy
@@ -152,7 +152,7 @@ class Cluster:
                 )
                 stub.Register(directory_pb2.RegisterRequest(engine=info), timeout=5)
         self.directory_client = GrpcDirectoryClient(self.directory.address)
-        self.engine_client = GrpcEngineClient()
+        self.engine_client = EngineClientPool()
         self.broker = Broker(
             config, directory=self.directory_client, engines=self.engine_client, clock=time.monotonic
         )

@@ -20,7 +20,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 from tqdm import tqdm
 
 from oasis.directory.__main__ import add_directory
@@ -262,7 +261,3 @@ def open_central_copy(central_dir: Path, copy: Path) -> TopicIndex:
     """A copy of the central index at ``copy``, opened here (its engine process holds the original)."""
     shutil.copytree(central_dir, copy, ignore=shutil.ignore_patterns("*.lock", "*LOCK*"))
     return TopicIndex.open(copy, CENTRAL_TOPIC)
-
-
-def check_grpc_ok(exc: grpc.RpcError) -> str:
-    return f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.Call) else str(exc)

@@ -139,7 +139,7 @@ class _NullEngine:
 def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: str | None) -> dict[str, Any]:
     from oasis.robot.config import RobotConfig
     from oasis.robot.crawler import Crawler
-    from oasis.robot.engine_client import EngineClient
+    from oasis.robot.engine_client import connect_engine
     from oasis.robot.engine_port import EngineLike
     from oasis.robot.scheduling import make_controller
 
@@ -147,7 +147,7 @@ def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: s
         name="bench", politeness=False, max_in_flight=concurrency, max_pages=pages,
         allowed_hosts=frozenset({host}), checkpoint_interval=10**9,
     )  # fmt: skip
-    engine: EngineLike = EngineClient(engine_address) if engine_address else _NullEngine()
+    engine: EngineLike = connect_engine(engine_address) if engine_address else _NullEngine()
     crawler = Crawler(config, make_controller("bfs", rng=random.Random(0)), engine)
     try:
         crawler.add_seeds([seed])

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from oasis.robot.config import RobotConfig
 from oasis.robot.crawler import Crawler
-from oasis.robot.engine_client import EngineClient
+from oasis.robot.engine_client import connect_engine
 from oasis.robot.scheduling import POLICIES, make_controller
+from oasis.runtime.clients import EngineClient
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
 
@@ -104,7 +105,7 @@ def build_crawler(
     recrawl: str = "none",
     recrawl_period: float = 60.0,
 ) -> tuple[Crawler, EngineClient]:
-    engine = EngineClient(engine_address, timeout=config.engine_timeout)
+    engine = connect_engine(engine_address, timeout=config.engine_timeout)
     hook = None
     if recrawl == "whittle":
         from oasis.freshness.recrawl import WhittleRecrawl
