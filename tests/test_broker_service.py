@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -17,17 +16,17 @@ from pathlib import Path
 
 import grpc
 import pytest
-from service_process import wait_for_address_file
-from whoosh.analysis import StemmingAnalyzer
 
 from oasis.broker.__main__ import add_broker
-from oasis.broker.clients import GrpcDirectoryClient, GrpcEngineClient
+from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import ROUTE_SOURCE_METADATA
 from oasis.broker.suspension import BackoffPolicy
 from oasis.directory.__main__ import add_directory
 from oasis.directory.registry import Registry
 from oasis.runtime.service import RunningServer, ServerConfig, build_server
+from oasis.runtime.spawn import spawn_service
+from oasis.runtime.text import tokenize
 from oasis.v1 import (
     broker_pb2,
     broker_pb2_grpc,
@@ -38,7 +37,6 @@ from oasis.v1 import (
     engine_pb2_grpc,
 )
 
-ANALYZER = StemmingAnalyzer()
 OK, TIMEOUT, ERROR, SKIPPED, SUSPENDED = (
     broker_pb2.ENGINE_STATE_OK,
     broker_pb2.ENGINE_STATE_TIMEOUT,
@@ -49,7 +47,7 @@ OK, TIMEOUT, ERROR, SKIPPED, SUSPENDED = (
 
 
 def terms(text: str) -> list[str]:
-    return [t.text for t in ANALYZER(text)]
+    return tokenize(text)
 
 
 @dataclass
@@ -154,7 +152,7 @@ class Cluster:
                 )
                 stub.Register(directory_pb2.RegisterRequest(engine=info), timeout=5)
         self.directory_client = GrpcDirectoryClient(self.directory.address)
-        self.engine_client = GrpcEngineClient()
+        self.engine_client = EngineClientPool()
         self.broker = Broker(
             config, directory=self.directory_client, engines=self.engine_client, clock=time.monotonic
         )
@@ -379,36 +377,23 @@ def test_load_beyond_capacity_is_resource_exhausted_not_collapse() -> None:
 
 
 def test_command_line_broker_answers_and_drains_on_sigterm(cluster: Cluster, tmp_path: Path) -> None:
-    address_file = tmp_path / "broker.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "oasis.broker",
-            "--directory",
-            cluster.directory.address,
-            "--address-file",
-            str(address_file),
-            "--default-deadline-ms",
-            "2000",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    log = tmp_path / "broker.log"
+    broker = spawn_service(
+        [sys.executable, "-m", "oasis.broker", "--directory", cluster.directory.address,
+         "--default-deadline-ms", "2000"],
+        tmp_path / "broker.json",
+        timeout=20,
+        name="broker",
+        log=log,
+    )  # fmt: skip
+    proc = broker.process
     try:
-        info = wait_for_address_file(
-            proc,
-            address_file,
-            seconds=20,
-            exited=lambda: "broker exited early",
-            late="broker did not write its address file",
-        )
-        with grpc.insecure_channel(info["address"]) as channel:
+        with grpc.insecure_channel(broker.address) as channel:
             reply = broker_pb2_grpc.BrokerStub(channel).Search(
                 broker_pb2.BrokerSearchRequest(query="django template"), timeout=10
             )
         assert [h.url for h in reply.hits] == ["http://dj.test/tmpl"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=20)
-    assert proc.returncode == 0, err
+        proc.wait(timeout=20)
+    assert proc.returncode == 0, log.read_text()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -11,11 +10,11 @@ from pathlib import Path
 
 import grpc
 import pytest
-from service_process import wait_for_address_file
 
 from oasis.directory.__main__ import add_directory
 from oasis.directory.registry import Registry
 from oasis.runtime.service import RunningServer, ServerConfig, build_server
+from oasis.runtime.spawn import spawn_service
 from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
 
 
@@ -135,30 +134,18 @@ def test_bad_registration_is_invalid_argument(
 
 
 def test_command_line_serves_writes_address_file_and_drains_on_sigterm(tmp_path: Path) -> None:
-    address_file = tmp_path / "directory.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "oasis.directory",
-            "--address-file",
-            str(address_file),
-            "--lease-seconds",
-            "0.5",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
+    log = tmp_path / "directory.log"
+    directory = spawn_service(
+        [sys.executable, "-m", "oasis.directory", "--lease-seconds", "0.5"],
+        tmp_path / "directory.json",
+        timeout=20,
+        name="directory",
+        log=log,
     )
+    proc = directory.process
     try:
-        info = wait_for_address_file(
-            proc,
-            address_file,
-            seconds=20,
-            exited=lambda: proc.stderr.read() if proc.stderr else "",
-            late="directory did not write its address file",
-        )
-        assert info["pid"] == proc.pid
-        with grpc.insecure_channel(info["address"]) as channel:
+        assert directory.info["pid"] == proc.pid
+        with grpc.insecure_channel(directory.address) as channel:
             stub = directory_pb2_grpc.DirectoryStub(channel)
             assert register(stub, "pg", 7001, summary("postgres", {"sql": 4})) == 0.5
             assert stub.Heartbeat(directory_pb2.HeartbeatRequest(name="pg"), timeout=5).known
@@ -166,5 +153,5 @@ def test_command_line_serves_writes_address_file_and_drains_on_sigterm(tmp_path:
             assert not stub.Heartbeat(directory_pb2.HeartbeatRequest(name="pg"), timeout=5).known
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=20)
-        assert proc.returncode == 0, err
+        proc.wait(timeout=20)
+        assert proc.returncode == 0, log.read_text()

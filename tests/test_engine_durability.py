@@ -10,52 +10,29 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
-from service_process import wait_for_address_file
 
 from oasis.runtime.service import channel_options
+from oasis.runtime.spawn import spawn_service
 from oasis.v1 import engine_pb2, engine_pb2_grpc
 
 BATCH = 40
 
 
 def start_engine(tmp_path: Path, tag: str) -> tuple[subprocess.Popen[bytes], str]:
-    address_file = tmp_path / f"engine-{tag}.json"
-    log = tmp_path / f"engine-{tag}.log"
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "oasis.engine",
-                "--name",
-                "e1",
-                "--topic",
-                "space",
-                "--description",
-                "space",
-                "--keywords",
-                "rocket,orbit",
-                "--index-dir",
-                str(tmp_path / "ix"),
-                "--address-file",
-                str(address_file),
-                "--batch-size",
-                str(BATCH),
-                "--log-level",
-                "WARNING",
-            ],
-            cwd=tmp_path,
-            stderr=err,
-        )
-    info = wait_for_address_file(
-        proc,
-        address_file,
-        seconds=30,
-        exited=lambda: f"engine exited: {log.read_text()}",
-        late="engine did not start",
-    )
-    assert info["pid"] == proc.pid
-    return proc, info["address"]
+    engine = spawn_service(
+        [
+            sys.executable, "-m", "oasis.engine", "--name", "e1", "--topic", "space",
+            "--description", "space", "--keywords", "rocket,orbit", "--index-dir", str(tmp_path / "ix"),
+            "--batch-size", str(BATCH), "--log-level", "WARNING",
+        ],
+        tmp_path / f"engine-{tag}.json",
+        timeout=30,
+        name="engine",
+        log=tmp_path / f"engine-{tag}.log",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert engine.info["pid"] == engine.pid
+    return engine.process, engine.address
 
 
 def run_engine(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

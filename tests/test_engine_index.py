@@ -285,7 +285,7 @@ def test_index_matches_a_dict_after_any_batches(batches: list[list[tuple[bool, s
 def test_collection_statistics_add_up_across_commits(tmp_path: Path) -> None:
     from collections import Counter
 
-    from oasis.engine.relevance import tokenize
+    from oasis.runtime.text import tokenize
 
     texts = [f"rocket orbit word{i % 3} word{i % 5} shared" for i in range(40)]
     ix = TopicIndex.open(tmp_path / "ix", TOPIC, stats_max_age=0.0)

@@ -9,7 +9,6 @@ gRPC input to the Robot service."""
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -22,9 +21,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from robot_testweb import LocalEngine, LocalWeb, endless_chunked, gzip_bomb, html, page, redirect, send
-from service_process import wait_for_address_file
 
 from oasis.runtime.service import MAX_MESSAGE_BYTES
+from oasis.runtime.spawn import spawn_service, stop_process
 from oasis.v1 import engine_pb2, engine_pb2_grpc, robot_pb2, robot_pb2_grpc
 
 MiB = 1024 * 1024
@@ -42,31 +41,16 @@ def proc_status(pid: int, field: str) -> int:
 
 
 def start_robot(tmp_path: Path, engine: LocalEngine, *flags: str) -> tuple[subprocess.Popen[bytes], str]:
-    address_file = tmp_path / "robot.json"
     cmd = [
         sys.executable, "-m", "oasis.robot", "--name", "hostile", "--engine", engine.address,
-        "--state-dir", str(tmp_path / "state"), "--address-file", str(address_file),
-        "--log-level", "ERROR", *flags,
+        "--state-dir", str(tmp_path / "state"), "--log-level", "ERROR", *flags,
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=tmp_path)
-    info = wait_for_address_file(
-        proc,
-        address_file,
-        seconds=30,
-        exited=lambda: f"robot exited with {proc.returncode}",
-        late="robot did not start",
-    )
-    return proc, info["address"]
+    robot = spawn_service(cmd, tmp_path / "robot.json", timeout=30, name="robot", cwd=tmp_path)
+    return robot.process, robot.address
 
 
 def stop_robot(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    stop_process(proc, grace=30)
 
 
 def robot_status(address: str) -> robot_pb2.RobotStatus:

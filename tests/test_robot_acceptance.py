@@ -15,7 +15,7 @@ from robot_testweb import LocalEngine
 from oasis.engine.topic import Topic
 from oasis.robot.config import RobotConfig
 from oasis.robot.crawler import Crawler
-from oasis.robot.engine_client import EngineClient
+from oasis.robot.engine_client import connect_engine
 from oasis.robot.scheduling import make_controller
 from oasis.v1 import engine_pb2, engine_pb2_grpc
 
@@ -58,7 +58,7 @@ def test_crawl_postgresql_docs_polite_and_searchable(tmp_path: Path) -> None:
             state_dir=tmp_path / "state",
             allowed_hosts=frozenset(u.split("/")[2] for u in web.hosts.values()),
         )
-        client = EngineClient(engine.address, timeout=30)
+        client = connect_engine(engine.address, timeout=30)
         crawler = Crawler(config, make_controller("whittle", rng=random.Random(7)), client)
         try:
             crawler.add_seeds(web.seeds)

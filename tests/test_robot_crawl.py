@@ -24,8 +24,9 @@ from robot_testweb import (
 from oasis.robot import fetcher as f
 from oasis.robot.config import RobotConfig
 from oasis.robot.crawler import Crawler
-from oasis.robot.engine_client import EngineClient
+from oasis.robot.engine_client import connect_engine
 from oasis.robot.scheduling import make_controller
+from oasis.runtime.clients import EngineClient
 from oasis.v1 import engine_pb2, engine_pb2_grpc
 
 DELAY = 0.05
@@ -67,7 +68,7 @@ def make_crawler(engine: LocalEngine, tmp_path: Path, **overrides: object) -> tu
     }
     cfg.update(overrides)
     config = RobotConfig(**cfg)  # type: ignore[arg-type]
-    client = EngineClient(engine.address, timeout=10)
+    client = connect_engine(engine.address, timeout=10)
     return Crawler(config, make_controller("whittle", rng=random.Random(1)), client), client
 
 
@@ -225,7 +226,7 @@ def test_recrawl_detects_modifications_and_updates_the_engine(engine: LocalEngin
         web.routes["/news.html"] = lambda h: page(html("news", f"sql transaction edition{next(version)}"))(h)
         web.routes["/static.html"] = page(html("static", "sql table index"))
         config = RobotConfig(min_delay=DELAY, max_pages=14, allowed_hosts=frozenset({web.host}))
-        client = EngineClient(engine.address, timeout=10)
+        client = connect_engine(engine.address, timeout=10)
         controller = make_controller(
             "whittle", rng=random.Random(3), recrawl_index=WhittleRecrawl(period=0.05)
         )

@@ -15,8 +15,8 @@ from pathlib import Path
 import grpc
 import pytest
 from robot_testweb import LocalEngine, LocalWeb, html, page
-from service_process import wait_for_address_file
 
+from oasis.runtime.spawn import spawn_service
 from oasis.v1 import engine_pb2, engine_pb2_grpc, robot_pb2, robot_pb2_grpc
 
 N_PAGES = 120
@@ -47,22 +47,16 @@ def web() -> Iterator[LocalWeb]:
 
 
 def start_robot(tmp_path: Path, engine: LocalEngine, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    address_file = tmp_path / f"robot-{time.monotonic_ns()}.json"
     cmd = [
         sys.executable, "-m", "oasis.robot", "--name", "r1", "--engine", engine.address,
-        "--state-dir", str(tmp_path / "state"), "--address-file", str(address_file),
+        "--state-dir", str(tmp_path / "state"),
         "--min-delay", "0.01", "--max-in-flight", "4", "--checkpoint-interval", str(INTERVAL),
         "--log-level", "WARNING", *extra,
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=tmp_path)
-    info = wait_for_address_file(
-        proc,
-        address_file,
-        seconds=30,
-        exited=lambda: f"robot exited with {proc.returncode}",
-        late="robot did not start",
+    robot = spawn_service(
+        cmd, tmp_path / f"robot-{time.monotonic_ns()}.json", timeout=30, name="robot", cwd=tmp_path
     )
-    return proc, info["address"]
+    return robot.process, robot.address
 
 
 def status(address: str) -> robot_pb2.RobotStatus:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -18,6 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from oasis.runtime.service import RunningServer, ServerConfig, build_server
+from oasis.runtime.spawn import spawn_service
 
 ECHO = "test.Echo"
 
@@ -99,7 +99,7 @@ SERVER_SCRIPT = textwrap.dedent(
         server.add_generic_rpc_handlers((h,))
         return ["test.Echo"]
 
-    running = build_server(ServerConfig(address_file=Path(sys.argv[1]), grace_seconds=5.0,
+    running = build_server(ServerConfig(address_file=Path(sys.argv[2]), grace_seconds=5.0,
                                         not_serving_seconds=0.5), add)
     run_until_signal(running, on_stop=lambda: print("stopped cleanly", flush=True))
     """
@@ -107,18 +107,14 @@ SERVER_SCRIPT = textwrap.dedent(
 
 
 def test_sigterm_reports_not_serving_and_drains_in_flight_calls(tmp_path: Path) -> None:
-    addr_file = tmp_path / "addr.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER_SCRIPT, str(addr_file)], stdout=subprocess.PIPE, text=True
+    # sys.argv of ``python -c SCRIPT --address-file FILE`` is ["-c", "--address-file", FILE]
+    log = tmp_path / "server.log"
+    server = spawn_service(
+        [sys.executable, "-c", SERVER_SCRIPT], tmp_path / "addr.json", timeout=30, name="server", log=log
     )
+    proc = server.process
     try:
-        deadline = time.monotonic() + 30
-        while not addr_file.exists():
-            assert time.monotonic() < deadline, "server did not start"
-            assert proc.poll() is None, "server exited"
-            time.sleep(0.05)
-        address = json.loads(addr_file.read_text())["address"]
-        with grpc.insecure_channel(address) as channel:
+        with grpc.insecure_channel(server.address) as channel:
             method = channel.unary_unary(f"/{ECHO}/Call")
             in_flight = method.future(b"sleep:1.5", timeout=10)
             time.sleep(0.3)
@@ -128,9 +124,8 @@ def test_sigterm_reports_not_serving_and_drains_in_flight_calls(tmp_path: Path) 
             status = health.Check(health_pb2.HealthCheckRequest(service=ECHO), timeout=2).status
             assert status == health_pb2.HealthCheckResponse.NOT_SERVING
             assert in_flight.result() == b"sleep:1.5"  # drained, not cut off
-        out, _ = proc.communicate(timeout=15)
-        assert proc.returncode == 0
-        assert "stopped cleanly" in out
+        assert proc.wait(timeout=15) == 0
+        assert "stopped cleanly" in log.read_text()
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,6 +17,7 @@ import requests
 from protego import Protego
 
 from oasis.runtime.html import parse_html
+from oasis.runtime.spawn import spawn_service
 from oasis.web.corpus import load_multi_host
 from oasis.web.server import Behaviour, Fault, ReplayedWeb, RobotsPolicy
 from oasis.web.synthetic import synthetic_web
@@ -209,21 +209,14 @@ def test_pinned_port_stop_and_errors(corpus) -> None:  # type: ignore[no-untyped
 
 
 def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
-    address_file = tmp_path / "web.json"
     env = {**os.environ, "PYTHONPATH": ""}
-    log = (tmp_path / "web.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "oasis.web", "--corpus", SPEC, "--address-file", str(address_file),
-         "--crawl-delay", "0.25", "--log-level", "WARNING"],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log,
+    web = spawn_service(
+        [sys.executable, "-m", "oasis.web", "--corpus", SPEC, "--crawl-delay", "0.25",
+         "--log-level", "WARNING"],
+        tmp_path / "web.json", timeout=30, name="web", log=tmp_path / "web.log", cwd=tmp_path, env=env,
     )  # fmt: skip
+    proc, info = web.process, web.info
     try:
-        deadline = time.monotonic() + 30
-        while not address_file.exists():
-            assert proc.poll() is None, (tmp_path / "web.log").read_text()
-            assert time.monotonic() < deadline, "no address file"
-            time.sleep(0.05)
-        info = json.loads(address_file.read_text())
         assert info["pid"] == proc.pid and info["pages"] == 150
         assert set(info["hosts"]) == {f"http://host{h}.synthetic.test" for h in range(3)}
         assert info["address"] == info["hosts"]["http://host0.synthetic.test"].removeprefix("http://")
@@ -235,7 +228,6 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        log.close()
     bad = subprocess.run(
         [sys.executable, "-m", "oasis.web", "--corpus", str(tmp_path / "missing")],
         cwd=tmp_path, capture_output=True, text=True, timeout=30,

@@ -9,12 +9,10 @@ engines' own ``Summary`` RPC (so the summary size can be varied)."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import random
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -22,7 +20,6 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 from tqdm import tqdm
 
 from oasis.directory.__main__ import add_directory
@@ -31,6 +28,7 @@ from oasis.engine.index import TopicIndex, Upsert, make_upsert
 from oasis.engine.topic import Topic
 from oasis.runtime.html import parse_html
 from oasis.runtime.service import RunningServer, ServerConfig, build_server, open_channel
+from oasis.runtime.spawn import ServiceProcess, spawn_service
 from oasis.v1 import directory_pb2, directory_pb2_grpc, engine_pb2, engine_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -171,51 +169,24 @@ def build_index(directory: Path, topic: Topic, docs: list[Doc], desc: str) -> No
         index.close()
 
 
-@dataclass
-class EngineProcess:
-    name: str
-    address: str
-    process: subprocess.Popen[bytes]
-
-
-def start_engine(name: str, topic: TopicCorpus | None, index_dir: Path, workdir: Path) -> EngineProcess:
-    address_file = workdir / f"{name}.address.json"
+def start_engine(name: str, topic: TopicCorpus | None, index_dir: Path, workdir: Path) -> ServiceProcess:
     keywords = ",".join(topic.keywords) if topic else "search"
-    proc = subprocess.Popen(
+    return spawn_service(
         [
-            sys.executable,
-            "-m",
-            "oasis.engine",
-            "--name",
-            name,
-            "--topic",
-            topic.name if topic else "all",
-            "--keywords",
-            keywords,
-            "--index-dir",
-            str(index_dir),
-            "--address-file",
-            str(address_file),
-            "--log-level",
-            "WARNING",
+            sys.executable, "-m", "oasis.engine", "--name", name, "--topic", topic.name if topic else "all",
+            "--keywords", keywords, "--index-dir", str(index_dir), "--log-level", "WARNING",
         ],
-    )
-    deadline = time.monotonic() + 60
-    while not address_file.exists():
-        if proc.poll() is not None:
-            raise RuntimeError(f"engine {name} exited with {proc.returncode}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"engine {name} did not start")
-        time.sleep(0.05)
-    return EngineProcess(name=name, address=json.loads(address_file.read_text())["address"], process=proc)
+        workdir / f"{name}.address.json",
+        timeout=60,
+        name=name,
+    )  # fmt: skip
 
 
 @dataclass
 class Cluster:
     directory: RunningServer
-    engines: dict[str, EngineProcess]  # topic engines
-    central_engine: EngineProcess
+    engines: dict[str, ServiceProcess]  # topic engines
+    central_engine: ServiceProcess
     central_dir: Path
     queries: list[tuple[str, str]]
     documents: dict[str, int]
@@ -231,16 +202,6 @@ class Cluster:
                     )
                 info = directory_pb2.EngineInfo(name=e.name, address=e.address, summary=summary)
                 directory.Register(directory_pb2.RegisterRequest(engine=info), timeout=10)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @contextmanager
@@ -259,8 +220,8 @@ def three_topic_cluster(
     build_index(central_dir, CENTRAL_TOPIC, all_docs, "central")
     registry = Registry(lease_seconds=24 * 3600.0, clock=time.monotonic)
     directory = build_server(ServerConfig(max_workers=8), lambda s: add_directory(s, registry))
-    engines: dict[str, EngineProcess] = {}
-    central: EngineProcess | None = None
+    engines: dict[str, ServiceProcess] = {}
+    central: ServiceProcess | None = None
     try:
         for t in TOPICS:
             engines[t.name] = start_engine(t.name, t, workdir / t.name, workdir)
@@ -275,7 +236,7 @@ def three_topic_cluster(
         )
     finally:
         for e in [*engines.values(), *([central] if central else [])]:
-            _stop(e.process)
+            e.stop(grace=20)
         directory.stop(0)
 
 
@@ -300,7 +261,3 @@ def open_central_copy(central_dir: Path, copy: Path) -> TopicIndex:
     """A copy of the central index at ``copy``, opened here (its engine process holds the original)."""
     shutil.copytree(central_dir, copy, ignore=shutil.ignore_patterns("*.lock", "*LOCK*"))
     return TopicIndex.open(copy, CENTRAL_TOPIC)
-
-
-def check_grpc_ok(exc: grpc.RpcError) -> str:
-    return f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.Call) else str(exc)

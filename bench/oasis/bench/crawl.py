@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from oasis.runtime.spawn import ServiceProcess, spawn_service
+
 logger = logging.getLogger(__name__)
 
 SCRAPY_VENV = Path.home() / ".cache" / "oasis-bench" / "scrapy-venv"
@@ -137,7 +139,7 @@ class _NullEngine:
 def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: str | None) -> dict[str, Any]:
     from oasis.robot.config import RobotConfig
     from oasis.robot.crawler import Crawler
-    from oasis.robot.engine_client import EngineClient
+    from oasis.robot.engine_client import connect_engine
     from oasis.robot.engine_port import EngineLike
     from oasis.robot.scheduling import make_controller
 
@@ -145,7 +147,7 @@ def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: s
         name="bench", politeness=False, max_in_flight=concurrency, max_pages=pages,
         allowed_hosts=frozenset({host}), checkpoint_interval=10**9,
     )  # fmt: skip
-    engine: EngineLike = EngineClient(engine_address) if engine_address else _NullEngine()
+    engine: EngineLike = connect_engine(engine_address) if engine_address else _NullEngine()
     crawler = Crawler(config, make_controller("bfs", rng=random.Random(0)), engine)
     try:
         crawler.add_seeds([seed])
@@ -196,23 +198,18 @@ def _scrapy(python: Path, seed: str, host: str, pages: int, concurrency: int) ->
     return {"pages": data["pages"], "seconds": data["seconds"], "crawl_seconds": data["first_to_last"]}
 
 
-def _start_engine(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    address_file = workdir / "engine.json"
-    proc = subprocess.Popen(
+def _start_engine(workdir: Path) -> ServiceProcess:
+    return spawn_service(
         [
             sys.executable, "-m", "oasis.engine", "--name", "bench", "--topic", "databases",
             "--keywords", "sql,query,index,transaction,table", "--index-dir", str(workdir / "index"),
-            "--address-file", str(address_file), "--log-level", "WARNING",
+            "--log-level", "WARNING",
         ],
+        workdir / "engine.json",
+        timeout=60,
+        name="benchmark engine",
         cwd=workdir,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not address_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("benchmark engine did not start")
-        time.sleep(0.1)
-    return proc, str(json.loads(address_file.read_text())["address"])
 
 
 def _median(xs: list[float]) -> float:
@@ -243,12 +240,11 @@ def run(args: argparse.Namespace) -> int:
             rows["robot-null"].append(_robot(seed, host, args.pages, args.concurrency, None))
             engine_dir = Path(tmp) / f"engine{r}"
             engine_dir.mkdir()
-            proc, address = _start_engine(engine_dir)
+            engine = _start_engine(engine_dir)
             try:
-                rows["robot"].append(_robot(seed, host, args.pages, args.concurrency, address))
+                rows["robot"].append(_robot(seed, host, args.pages, args.concurrency, engine.address))
             finally:
-                proc.terminate()
-                proc.wait(30)
+                engine.stop(grace=30)
             if scrapy_python is not None:
                 rows["scrapy"].append(_scrapy(scrapy_python, seed, host, args.pages, args.concurrency))
     result: dict[str, Any] = {

@@ -208,7 +208,7 @@ def make_queries(docs: Sequence[BenchDoc], n: int, seed: int) -> list[str]:
     would drop entirely (stop words) are left out."""
     import re
 
-    from oasis.engine.relevance import tokenize
+    from oasis.runtime.text import tokenize
 
     df: Counter[str] = Counter()
     for d in docs[:2000]:

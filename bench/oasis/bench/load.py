@@ -23,7 +23,14 @@ from typing import Any
 from oasis.bench._stats import percentile
 from oasis.cluster.config import ClusterConfig, TopicConfig
 from oasis.cluster.launcher import Cluster, bring_up
-from oasis.runtime.clients import BrokerClient, EngineClient, IndexDocument, ServiceError
+from oasis.runtime.clients import (
+    BULK_FLUSH_EVERY,
+    BULK_INDEX_TIMEOUT,
+    BrokerClient,
+    EngineClient,
+    IndexDocument,
+    ServiceError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +60,7 @@ def _load_documents(cluster: Cluster, pages: int) -> list[str]:
     for name, docs in by_topic.items():
         client = EngineClient(cluster.get(name).address)
         try:
-            client.index(docs)
+            client.index(docs, flush_every=BULK_FLUSH_EVERY, timeout=BULK_INDEX_TIMEOUT)
         finally:
             client.close()
     return [w for vocab in web.vocabularies for w in vocab[:20]]

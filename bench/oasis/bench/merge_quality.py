@@ -27,7 +27,7 @@ from typing import Any
 from tqdm import tqdm
 
 from oasis.bench._cluster import Cluster, enter_cluster, open_central_copy
-from oasis.broker.clients import GrpcDirectoryClient, GrpcEngineClient
+from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
 from oasis.broker.merge import NORMALISATIONS, Normalisation
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.engine.index import InvalidQuery
@@ -74,7 +74,7 @@ def evaluate(
     summary_terms: int,
 ) -> Row:
     directory = GrpcDirectoryClient(cluster.directory.address)
-    engines = GrpcEngineClient()
+    engines = EngineClientPool()
     broker = Broker(
         BrokerConfig(route_cache_seconds=0.0, default_deadline_ms=10_000, normalisation=normalisation),
         directory=directory,

@@ -14,7 +14,6 @@ import argparse
 import json
 import logging
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,6 +31,7 @@ from oasis.bench._cluster import enter_cluster, open_central_copy
 from oasis.bench._stats import percentile
 from oasis.engine.index import InvalidQuery
 from oasis.runtime.service import open_channel
+from oasis.runtime.spawn import ServiceProcess, spawn_service
 from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -86,29 +86,14 @@ def measure(mode: str, search: Search, queries: list[str], repeats: int, clients
     )
 
 
-def start_broker(directory: str, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    address_file = workdir / "broker.address.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "oasis.broker",
-            "--directory",
-            directory,
-            "--address-file",
-            str(address_file),
-            "--log-level",
-            "WARNING",
-        ],
+def start_broker(directory: str, workdir: Path) -> ServiceProcess:
+    return spawn_service(
+        [sys.executable, "-m", "oasis.broker", "--directory", directory, "--log-level", "WARNING"],
+        workdir / "broker.address.json",
+        timeout=60,
+        name="broker",
         cwd=workdir,
     )
-    deadline = time.monotonic() + 60
-    while not address_file.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("broker did not start")
-        time.sleep(0.05)
-    return proc, json.loads(address_file.read_text())["address"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         cluster = enter_cluster(stack, workdir, args)
         if cluster is None:
             return 0
-        broker_proc = None
+        broker_process: ServiceProcess | None = None
         try:
             cluster.register(500)  # the engines' default summary size
             index = open_central_copy(cluster.central_dir, workdir / "central-direct")
@@ -144,9 +129,9 @@ def run(args: argparse.Namespace) -> int:
 
                 rows.append(measure("engine", one_engine, queries, args.repeats, args.clients))
 
-            broker_proc, address = start_broker(cluster.directory.address, workdir)
+            broker_process = start_broker(cluster.directory.address, workdir)
             partial = [0]
-            with open_channel(address) as ch:
+            with open_channel(broker_process.address) as ch:
                 broker = broker_pb2_grpc.BrokerStub(ch)
 
                 def brokered(q: str) -> int:
@@ -160,9 +145,8 @@ def run(args: argparse.Namespace) -> int:
             if partial[0]:
                 logger.warning("%d broker replies were partial", partial[0])
         finally:
-            if broker_proc is not None:
-                broker_proc.terminate()
-                broker_proc.wait(timeout=20)
+            if broker_process is not None:
+                broker_process.stop(grace=20)
     base = rows[0]
     rows = [
         Row(**{**asdict(r), "p50_ratio": r.p50_ms / base.p50_ms, "qps_ratio": r.qps / base.qps}) for r in rows

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 
-from oasis.broker.clients import GrpcDirectoryClient, GrpcEngineClient
+from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
 from oasis.broker.merge import NORMALISATIONS
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import BrokerServicer
@@ -50,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         normalisation=args.normalisation,
     )
     directory = GrpcDirectoryClient(args.directory)
-    engines = GrpcEngineClient()
+    engines = EngineClientPool()
     broker = Broker(config, directory=directory, engines=engines, clock=time.monotonic)
     # enough server threads that the concurrency bound, not the thread pool, is what refuses excess load
     workers = config.max_concurrent_queries + 8

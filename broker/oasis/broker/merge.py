@@ -20,18 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from oasis.runtime.engine_types import EngineHit
 from oasis.runtime.urls import InvalidURL, canonicalize
 
 Normalisation = Literal["max", "cori", "global"]
 NORMALISATIONS: tuple[Normalisation, ...] = ("max", "cori", "global")
-
-
-@dataclass(frozen=True, kw_only=True)
-class EngineHit:
-    url: str
-    title: str = ""
-    snippet: str = ""
-    score: float  # raw score of the engine
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,19 +10,32 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
-from oasis.broker.merge import EngineHit
+from oasis.runtime.engine_types import EngineReply
+from oasis.runtime.errors import ServiceError
+
+__all__ = [
+    "DirectoryClient",
+    "DirectoryUnavailable",
+    "EngineCallError",
+    "EngineClient",
+    "EngineReply",
+    "InvalidRequest",
+    "Overloaded",
+    "RouteResult",
+    "RoutedEngine",
+]
 
 
-class DirectoryUnavailable(Exception):
+class DirectoryUnavailable(ServiceError):
     """The directory could not be reached (or did not answer in time)."""
 
 
-class EngineCallError(Exception):
+class EngineCallError(ServiceError):
     """An engine call failed. ``timeout`` tells a deadline expiry from any other failure."""
 
-    def __init__(self, message: str, *, timeout: bool = False) -> None:
-        super().__init__(message)
-        self.timeout = timeout
+    @property
+    def timeout(self) -> bool:
+        return self.code == "DEADLINE_EXCEEDED"
 
 
 class InvalidRequest(ValueError):
@@ -44,13 +57,6 @@ class RoutedEngine:
 class RouteResult:
     engines: tuple[RoutedEngine, ...]
     skipped: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class EngineReply:
-    hits: tuple[EngineHit, ...]
-    max_score: float
-    total: int
 
 
 class DirectoryClient(Protocol):

@@ -17,6 +17,8 @@ from typing import Any
 from oasis.cluster.config import ConfigError, load_config
 from oasis.cluster.launcher import DEFAULT_STATE_DIR, Cluster, LaunchError, NoCluster, bring_up, health_status
 from oasis.runtime.clients import (
+    BULK_FLUSH_EVERY,
+    BULK_INDEX_TIMEOUT,
     BrokerClient,
     EngineClient,
     IndexDocument,
@@ -344,7 +346,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     client = EngineClient(engine.address)
     try:
-        report = client.index(docs)
+        report = client.index(docs, flush_every=BULK_FLUSH_EVERY, timeout=BULK_INDEX_TIMEOUT)
     except (ServiceError, FileNotFoundError) as exc:
         print(f"oasis index: {exc}", file=sys.stderr)
         return 1

@@ -24,7 +24,9 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from oasis.cluster.config import ROBOT_PREFIX, ClusterConfig
+from oasis.runtime.files import write_json_atomic
 from oasis.runtime.service import open_channel
+from oasis.runtime.spawn import SpawnError, log_tail, spawn_service
 
 logger = logging.getLogger(__name__)
 
@@ -67,13 +69,6 @@ def health_status(address: str, timeout: float = 1.0, service: str = "") -> str:
     return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
 
 
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -103,10 +98,7 @@ class Cluster:
         return self.state_dir / STATE_FILE
 
     def save(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"services": [asdict(s) for s in self.services]}, indent=2))
-        os.replace(tmp, self.state_path)
+        write_json_atomic(self.state_path, {"services": [asdict(s) for s in self.services]}, indent=2)
 
     @classmethod
     def load(cls, state_dir: Path) -> Cluster:
@@ -141,47 +133,32 @@ class Cluster:
         grpc_health: bool = True,
     ) -> ServiceRecord:
         """Start ``python -m ...`` ``argv`` with ``--port``/``--address-file`` and wait until it serves."""
-        logs = self.state_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        addr_file = self.state_dir / "run" / f"{name}.json"
-        addr_file.parent.mkdir(parents=True, exist_ok=True)
-        addr_file.unlink(missing_ok=True)
-        log_path = logs / f"{name}.log"
-        full = [sys.executable, *argv, "--address-file", str(addr_file)]
+        log_path = self.state_dir / "logs" / f"{name}.log"
+        full = [sys.executable, *argv]
         if grpc_health:
             full += ["--port", str(port)]
-        with log_path.open("ab") as log:
-            proc = subprocess.Popen(
-                full, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        try:
+            service = spawn_service(
+                full,
+                self.state_dir / "run" / f"{name}.json",
+                timeout=timeout,
+                name=name,
+                log=log_path,
+                new_session=True,
             )
+        except SpawnError as exc:
+            raise LaunchError(str(exc)) from exc
+        proc = service.process
         self._procs[name] = proc
-        info = self._wait_for_address(name, proc, addr_file, log_path, timeout)
-        address = str(info.get("address", ""))
+        address = service.address
         if grpc_health:
             self._wait_serving(name, proc, address, log_path, timeout)
-        extra = {k: v for k, v in info.items() if k not in {"address", "pid"}}
+        extra = {k: v for k, v in service.info.items() if k not in {"address", "pid"}}
         record = ServiceRecord(name, kind, address, proc.pid, str(log_path), list(argv), extra)
         self.services = [s for s in self.services if s.name != name] + [record]
         self.save()
         logger.info("%s %s up on %s (pid %d)", kind, name, address, proc.pid)
         return record
-
-    def _wait_for_address(
-        self, name: str, proc: subprocess.Popen[bytes], addr_file: Path, log: Path, timeout: float
-    ) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise LaunchError(f"{name} exited with code {proc.returncode}; log tail:\n{_tail(log)}")
-            if addr_file.exists():
-                try:
-                    data: dict[str, Any] = json.loads(addr_file.read_text())
-                    return data
-                except json.JSONDecodeError:
-                    pass  # being written; the writer replaces atomically, so retry
-            time.sleep(0.05)
-        self._kill(proc)
-        raise LaunchError(f"{name} did not report its address within {timeout:.0f}s; log tail:\n{_tail(log)}")
 
     def _wait_serving(
         self, name: str, proc: subprocess.Popen[bytes], address: str, log: Path, timeout: float
@@ -190,7 +167,7 @@ class Cluster:
         status = "UNKNOWN"
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise LaunchError(f"{name} exited with code {proc.returncode}; log tail:\n{_tail(log)}")
+                raise LaunchError(f"{name} exited with code {proc.returncode}; log tail:\n{log_tail(log)}")
             status = health_status(address, timeout=1.0)
             if status == "SERVING":
                 return

@@ -1,25 +1,19 @@
 """Query analysis for resource selection.
 
-Engines index text with Whoosh's ``StemmingAnalyzer`` (lower-case, stop words removed, Porter stem), so the
-terms in their summaries are stems. A query must be analysed the same way for its terms to meet them.
+Engines index text with the analyser of :mod:`oasis.runtime.text` (Whoosh's ``StemmingAnalyzer``: lower-case,
+stop words removed, Porter stem), so the terms in their summaries are stems. A query is analysed by the same
+code for its terms to meet them.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-from whoosh.analysis import StemmingAnalyzer
+from oasis.runtime.text import distinct_terms
 
 MAX_QUERY_CHARS = 2048
 
 
 class InvalidQuery(ValueError):
     """The query is empty, too long, or has no indexable term."""
-
-
-@lru_cache(maxsize=1)
-def _analyzer() -> StemmingAnalyzer:
-    return StemmingAnalyzer()
 
 
 def check_query(query: str) -> str:
@@ -33,7 +27,4 @@ def check_query(query: str) -> str:
 
 def analyse(text: str) -> tuple[str, ...]:
     """Distinct index terms of ``text`` in first-seen order, as the engines' analyser produces them."""
-    seen: dict[str, None] = {}
-    for token in _analyzer()(text):
-        seen.setdefault(token.text, None)
-    return tuple(seen)
+    return distinct_terms(text)

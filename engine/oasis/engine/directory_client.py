@@ -6,54 +6,43 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
-import grpc
-
-from oasis.runtime.service import open_channel
+from oasis.runtime.errors import ServiceError
+from oasis.runtime.rpc import GrpcClient
 from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
 
 logger = logging.getLogger(__name__)
 
 
-class DirectoryUnavailable(RuntimeError):
+class DirectoryUnavailable(ServiceError):
     """The directory could not be reached or refused a call."""
 
 
-class DirectoryClient:
-    """Thin adapter over the Directory stub: always a timeout, grpc.RpcError -> DirectoryUnavailable."""
+class DirectoryClient(GrpcClient):
+    """Thin adapter over the Directory stub: always a timeout, grpc.RpcError -> DirectoryUnavailable (at the
+    boundary of :class:`~oasis.runtime.rpc.GrpcClient`)."""
+
+    kind = "directory"
 
     def __init__(self, address: str, *, timeout: float = 2.0) -> None:
-        self._channel = open_channel(address)
+        super().__init__(address, timeout=timeout, error=DirectoryUnavailable)
         self._stub = directory_pb2_grpc.DirectoryStub(self._channel)
-        self._timeout = timeout
-        self.address = address
-
-    def _call(self, method: Callable[..., Any], request: Any) -> Any:
-        try:
-            return method(request, timeout=self._timeout)
-        except grpc.RpcError as exc:
-            raise DirectoryUnavailable(
-                f"directory {self.address}: {exc.code().name}: {exc.details()}"
-            ) from exc
 
     def register(self, name: str, address: str, summary: common_pb2.TopicSummary) -> float:
         info = directory_pb2.EngineInfo(name=name, address=address, summary=summary)
-        reply = self._call(self._stub.Register, directory_pb2.RegisterRequest(engine=info))
+        reply = self._call("Register", self._stub.Register, directory_pb2.RegisterRequest(engine=info))
         return float(reply.lease_seconds)
 
     def heartbeat(self, name: str, summary: common_pb2.TopicSummary | None) -> tuple[bool, float]:
         request = directory_pb2.HeartbeatRequest(name=name)
         if summary is not None:
             request.summary.CopyFrom(summary)
-        reply = self._call(self._stub.Heartbeat, request)
+        reply = self._call("Heartbeat", self._stub.Heartbeat, request)
         return bool(reply.known), float(reply.lease_seconds)
 
     def deregister(self, name: str) -> bool:
-        return bool(self._call(self._stub.Deregister, directory_pb2.DeregisterRequest(name=name)).removed)
-
-    def close(self) -> None:
-        self._channel.close()
+        request = directory_pb2.DeregisterRequest(name=name)
+        return bool(self._call("Deregister", self._stub.Deregister, request).removed)
 
 
 class Registration:

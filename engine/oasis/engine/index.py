@@ -36,8 +36,9 @@ from whoosh import query as wquery
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
 
-from oasis.engine.relevance import RelevanceModel, idf, idf_table, make_analyzer
+from oasis.engine.relevance import RelevanceModel, idf, idf_table
 from oasis.engine.topic import Topic
+from oasis.runtime.text import make_analyzer
 from oasis.runtime.urls import InvalidURL, canonicalize
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,8 @@ the cosine lies in [0, 1].
 * IDF comes from the engine's collection statistics (Whoosh document frequencies), smoothed so that an empty
   collection gives idf = 1 for every term (then r is a plain TF cosine), and a term the collection has never
   seen gets the largest idf (df = 0).
-* Page and profile are tokenised by the same Whoosh ``StemmingAnalyzer`` that the index uses, so that
+* Page and profile are tokenised by the same Whoosh ``StemmingAnalyzer`` that the index uses
+  (:mod:`oasis.runtime.text`), so that
   "crawling" in the topic matches "crawled" in a page, exactly as a search would.
 
 The replay harness uses this module in-process (``RelevanceModel.fit_corpus``); the engine exposes the
@@ -24,26 +25,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from whoosh.analysis import Analyzer, StemmingAnalyzer
-
 from oasis.engine.topic import Topic
+from oasis.runtime.text import tokenize
 
 DEFAULT_KEYWORD_WEIGHT = 3.0
 DEFAULT_TITLE_WEIGHT = 2.0
-
-_ANALYZER: Analyzer = StemmingAnalyzer()
-
-
-def make_analyzer() -> Analyzer:
-    """The analyzer shared by the index schema and the relevance model."""
-    return StemmingAnalyzer()
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased, stop-word-free, stemmed tokens of ``text`` (Whoosh StemmingAnalyzer)."""
-    if not text:
-        return []
-    return [t.text for t in _ANALYZER(text)]
 
 
 def term_frequencies(text: str, weight: float = 1.0) -> Counter[str]:

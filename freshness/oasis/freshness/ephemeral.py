@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from oasis.freshness.jsonfile import read_json
+from oasis.runtime.files import read_json
 
 FloatArray = NDArray[np.float64]
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from oasis.robot.config import LEARNING_POLICY, RobotConfig
 from oasis.robot.crawler import Crawler
-from oasis.robot.engine_client import EngineClient
+from oasis.robot.engine_client import connect_engine
 from oasis.robot.scheduling import POLICIES, ControllerConfig, QTable, make_controller
+from oasis.runtime.clients import EngineClient
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
 logger = logging.getLogger(__name__)
@@ -236,7 +237,7 @@ def build_crawler(
         from oasis.freshness.recrawl import WhittleRecrawl
 
         hook = WhittleRecrawl(period=recrawl_period)
-    engine = EngineClient(engine_address, timeout=config.engine_timeout)
+    engine = connect_engine(engine_address, timeout=config.engine_timeout)
     controller = make_controller(
         config.policy, rng=random.Random(seed), config=config.controller, recrawl_index=hook, q=table
     )

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from oasis.runtime.spawn import spawn_service
+
 logger = logging.getLogger(__name__)
 
 
@@ -43,24 +45,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _start_engine(args: argparse.Namespace, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    address_file = workdir / "engine.json"
     cmd = [
         sys.executable, "-m", "oasis.engine",
         "--name", f"{args.name}-engine", "--topic", args.topic, "--description", args.description,
         "--keywords", args.keywords, "--index-dir", str(workdir / "index"),
-        "--address-file", str(address_file),
         "--log-level", "WARNING",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=workdir)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if address_file.exists():
-            return proc, str(json.loads(address_file.read_text())["address"])
-        if proc.poll() is not None:
-            raise RuntimeError(f"temporary engine exited with code {proc.returncode}")
-        time.sleep(0.1)
-    proc.terminate()
-    raise RuntimeError("temporary engine did not start within 30 s")
+    engine = spawn_service(cmd, workdir / "engine.json", timeout=30, name="temporary engine", cwd=workdir)
+    return engine.process, engine.address
 
 
 def run_crawl(args: argparse.Namespace) -> int:

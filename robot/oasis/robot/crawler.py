@@ -47,6 +47,7 @@ from oasis.robot.engine_port import EngineLike, IndexDoc, RobotEngineError
 from oasis.robot.fetcher_controller import FetcherController, FetcherControllerConfig
 from oasis.robot.politeness import Politeness
 from oasis.robot.processor import Known, Processed, ResponseProcessor
+from oasis.runtime.files import write_json_atomic
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
 logger = logging.getLogger(__name__)
@@ -128,25 +129,6 @@ class CrawlStatus:
     pages_per_second: float
     fetcher_controller: dict[str, float] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
-
-
-def write_json_atomic(path: Path, data: object) -> None:
-    """Write ``data`` as JSON so that a reader (or a crash) never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, separators=(",", ":"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class Crawler:
@@ -717,7 +699,7 @@ class Crawler:
             return
         with self._lock:
             state["counters"]["pages_indexed"] = self.pages_indexed
-        write_json_atomic(path, state)
+        write_json_atomic(path, state, compact=True)
         self.checkpoints += 1
         logger.debug("checkpoint %d written to %s", self.checkpoints, path)
 

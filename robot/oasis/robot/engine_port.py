@@ -1,33 +1,23 @@
-"""What the robot needs from an engine, without grpc: documents to index, acknowledgements, the error."""
+"""What the robot needs from an engine, without grpc: documents to index, acknowledgements, the error.
+
+The documents and acknowledgements are the engine client's own types (:mod:`oasis.runtime.engine_types`);
+:func:`oasis.robot.engine_client.connect_engine` gives the gRPC implementation of :class:`EngineLike`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
+from oasis.runtime.engine_types import IndexDocument, IndexReport
+from oasis.runtime.errors import ServiceError
 
-class RobotEngineError(RuntimeError):
+IndexDoc = IndexDocument  # one index operation: an upsert of ``url``, or its deletion (``delete=True``)
+IndexResult = IndexReport  # (acknowledged, added, replaced, deleted, rejected)
+
+
+class RobotEngineError(ServiceError):
     """The engine could not be reached or refused a request."""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexDoc:
-    url: str
-    title: str = ""
-    text: str = ""
-    fetch_time: float = 0.0
-    relevance: float | None = None
-    delete: bool = False  # a delete operation for ``url``
-
-
-@dataclass(frozen=True, slots=True)
-class IndexResult:
-    acked: int  # operations acknowledged (committed)
-    added: int
-    replaced: int
-    deleted: int
-    rejected: tuple[tuple[str, str], ...]  # (url, reason)
 
 
 class EngineLike(Protocol):

@@ -1,19 +1,41 @@
-"""Small client adapters the CLI uses to talk to the services. Every call passes ``timeout=``; a
-``grpc.RpcError`` becomes :class:`ServiceError` here, at one boundary."""
+"""The client adapters of the Oasis services: the broker (search), the engine (index, score, search, stats)
+and the robot (status). Every call passes ``timeout=``; a ``grpc.RpcError`` becomes a
+:class:`~oasis.runtime.errors.ServiceError` at the one boundary of :class:`~oasis.runtime.rpc.GrpcClient`.
+
+:class:`EngineClient` is the one engine client: the CLI and the cluster commands index and count with it,
+the robot indexes acknowledged batches and scores pages with it (behind its ``EngineLike`` port), and the
+broker fans searches out with its :meth:`EngineClient.start_search` futures (behind its ``EngineClient``
+port).
+"""
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import grpc
 
-from oasis.runtime.service import open_channel
+from oasis.runtime.engine_types import EngineHit, EngineReply, IndexDocument, IndexReport
+from oasis.runtime.errors import ServiceError
+from oasis.runtime.rpc import GrpcClient
 from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc, robot_pb2, robot_pb2_grpc
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BrokerClient",
+    "EngineClient",
+    "IndexDocument",
+    "IndexReport",
+    "RobotClient",
+    "RobotState",
+    "SearchHit",
+    "SearchResult",
+    "ServiceError",
+    "documents_by_engine",
+]
 
 STATE_NAMES = {
     broker_pb2.ENGINE_STATE_OK: "ok",
@@ -23,19 +45,13 @@ STATE_NAMES = {
     broker_pb2.ENGINE_STATE_SUSPENDED: "suspended",
 }
 
-
-class ServiceError(RuntimeError):
-    """A call to an Oasis service failed; ``code`` is the gRPC status code name."""
-
-    def __init__(self, message: str, code: str = "UNKNOWN") -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _error(what: str, exc: grpc.RpcError) -> ServiceError:
-    code = exc.code().name if hasattr(exc, "code") and exc.code() is not None else "UNKNOWN"
-    details = exc.details() if hasattr(exc, "details") else str(exc)
-    return ServiceError(f"{what}: {code}: {details}", code)
+MAX_SCORE_BATCH = 256  # pages per Score call (keeps messages far below the 8 MiB limit)
+MAX_SCORE_CHARS = 20_000  # text sent per page for scoring
+MAX_SCORE_TITLE_CHARS = 1000
+# `oasis index` and the load benchmark stream whole corpora: a flush every this many documents, and a long
+# deadline for the whole stream
+BULK_FLUSH_EVERY = 200
+BULK_INDEX_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True)
@@ -56,20 +72,16 @@ class SearchResult:
     messages: dict[str, str] = field(default_factory=dict)  # engine -> why it is not ok / how it was routed
 
 
-class BrokerClient:
-    def __init__(self, address: str) -> None:
-        self._channel = open_channel(address)
-        self._stub = broker_pb2_grpc.BrokerStub(self._channel)
+class BrokerClient(GrpcClient):
+    kind = "broker"
 
-    def close(self) -> None:
-        self._channel.close()
+    def __init__(self, address: str) -> None:
+        super().__init__(address, timeout=2.0)
+        self._stub = broker_pb2_grpc.BrokerStub(self._channel)
 
     def search(self, query: str, k: int = 10, deadline_ms: int = 1000) -> SearchResult:
         request = broker_pb2.BrokerSearchRequest(query=query, k=k, deadline_ms=deadline_ms)
-        try:
-            reply = self._stub.Search(request, timeout=deadline_ms / 1000.0 + 1.0)
-        except grpc.RpcError as exc:
-            raise _error("broker search", exc) from exc
+        reply = self._call("Search", self._stub.Search, request, timeout=deadline_ms / 1000.0 + 1.0)
         return SearchResult(
             hits=[SearchHit(h.url, h.title, h.snippet, h.score, h.engine) for h in reply.hits],
             engines={e.name: STATE_NAMES.get(e.state, "error") for e in reply.engines},
@@ -79,69 +91,160 @@ class BrokerClient:
         )
 
 
-@dataclass(frozen=True)
-class IndexDocument:
-    url: str
-    title: str
-    text: str
-    fetch_time: float = 0.0
+class EngineClient(GrpcClient):
+    """The one client of an engine. ``timeout`` is the default deadline of every call; ``error`` the
+    :class:`ServiceError` subclass its failures raise (the robot's and the broker's ports name their own)."""
 
+    kind = "engine"
 
-@dataclass
-class IndexReport:
-    acknowledged: int = 0
-    added: int = 0
-    replaced: int = 0
-    rejected: list[tuple[str, str]] = field(default_factory=list)
-
-
-class EngineClient:
-    def __init__(self, address: str) -> None:
-        self._channel = open_channel(address)
+    def __init__(
+        self, address: str, *, timeout: float = 30.0, error: type[ServiceError] = ServiceError
+    ) -> None:
+        super().__init__(address, timeout=timeout, error=error)
         self._stub = engine_pb2_grpc.EngineStub(self._channel)
 
-    def close(self) -> None:
-        self._channel.close()
+    def wait_ready(self, timeout: float) -> None:
+        """Block until the channel is connected; the client's error (UNAVAILABLE) after ``timeout``."""
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError as exc:
+            raise self._fail("connect", f"not reachable within {timeout} s", "UNAVAILABLE") from exc
 
     def document_count(self, timeout: float = 2.0) -> int:
-        try:
-            return int(self._stub.Stats(engine_pb2.StatsRequest(), timeout=timeout).documents)
-        except grpc.RpcError as exc:
-            raise _error("engine stats", exc) from exc
+        return int(
+            self._call("Stats", self._stub.Stats, engine_pb2.StatsRequest(), timeout=timeout).documents
+        )
 
-    def index(self, docs: Iterable[IndexDocument], batch: int = 200, timeout: float = 600.0) -> IndexReport:
-        """Stream ``docs`` to the engine and return once every one is acknowledged (durable)."""
-        sent = threading.Event()
-        last_seq = 0
+    def topic(self) -> tuple[str, str, list[str]]:
+        t = self._call("GetTopic", self._stub.GetTopic, engine_pb2.GetTopicRequest())
+        return t.name, t.description, list(t.keywords)
+
+    def score(self, pages: Sequence[tuple[str, str]]) -> list[float]:
+        """Topic relevance r(i) in [0, 1] of each (title, text), in calls of at most MAX_SCORE_BATCH pages."""
+        out: list[float] = []
+        for start in range(0, len(pages), MAX_SCORE_BATCH):
+            chunk = pages[start : start + MAX_SCORE_BATCH]
+            request = engine_pb2.ScoreRequest(
+                pages=[
+                    engine_pb2.PageText(title=t[:MAX_SCORE_TITLE_CHARS], text=x[:MAX_SCORE_CHARS])
+                    for t, x in chunk
+                ]
+            )
+            reply = self._call("Score", self._stub.Score, request)
+            if len(reply.relevance) != len(chunk):
+                raise self._fail(
+                    "Score", f"returned {len(reply.relevance)} scores for {len(chunk)} pages", "INTERNAL"
+                )
+            out.extend(float(r) for r in reply.relevance)
+        return out
+
+    def index(
+        self,
+        docs: Iterable[IndexDocument],
+        *,
+        flush_every: int | None = None,
+        timeout: float | None = None,
+    ) -> IndexReport:
+        """Stream ``docs`` over one Index call and return once the engine has acknowledged (committed) every
+        one; the client's error (``DATA_LOSS``) if the stream ends with fewer acknowledged.
+
+        The last operation always asks for a flush; ``flush_every`` asks for one every that many operations
+        too (None: only at the end; the engine also commits whenever its own batch is full). The robot sends
+        each batch in one call with the defaults; ``oasis index`` streams a corpus with
+        ``flush_every=BULK_FLUSH_EVERY, timeout=BULK_INDEX_TIMEOUT``.
+        """
+        if flush_every is not None and flush_every < 1:
+            raise ValueError(f"flush_every must be >= 1, got {flush_every}")
+        items = iter(docs)
+        first = next(items, None)
+        if first is None:
+            return IndexReport(0, 0, 0, 0, ())
+        sent = 0
 
         def requests() -> Iterator[engine_pb2.IndexRequest]:
-            nonlocal last_seq
+            nonlocal sent
+            doc: IndexDocument | None = first
             seq = 0
-            for seq, doc in enumerate(docs, start=1):
-                yield engine_pb2.IndexRequest(
-                    seq=seq,
-                    upsert=engine_pb2.Document(
-                        url=doc.url, title=doc.title, text=doc.text, fetch_time=doc.fetch_time
-                    ),
-                    flush=seq % batch == 0,
-                )
-            last_seq = seq
-            sent.set()
+            while doc is not None:
+                seq += 1
+                following = next(items, None)
+                flush = following is None or (flush_every is not None and seq % flush_every == 0)
+                yield index_request(seq, doc, flush)
+                sent = seq
+                doc = following
 
-        report = IndexReport()
+        added = replaced = deleted = acked = 0
+        rejected: list[tuple[str, str]] = []
+        with self._boundary("Index"):
+            call = self._stub.Index(requests(), timeout=self._timeout if timeout is None else timeout)
+            for ack in call:
+                added += ack.added
+                replaced += ack.replaced
+                deleted += ack.deleted
+                rejected.extend((r.url, r.reason) for r in ack.rejected)
+                acked = max(acked, int(ack.acked_through))
+        if acked < sent or sent == 0:
+            raise self._fail("Index", f"acknowledged {acked} of {sent} operations", "DATA_LOSS")
+        return IndexReport(acked, added, replaced, deleted, tuple(rejected))
+
+    def start_search(self, query: str, limit: int, timeout: float) -> Future[EngineReply]:
+        """Start a Search without blocking; the future fails with the client's error (``DEADLINE_EXCEEDED``
+        when ``timeout`` runs out, or no time was left to start)."""
+        out: Future[EngineReply] = Future()
+        out.set_running_or_notify_cancel()
+        if timeout <= 0:
+            out.set_exception(self._fail("Search", "no time left before the deadline", "DEADLINE_EXCEEDED"))
+            return out
+        request = engine_pb2.SearchRequest(query=query, limit=limit)
         try:
-            for ack in self._stub.Index(requests(), timeout=timeout):
-                report.acknowledged = int(ack.acked_through)
-                report.added += ack.added
-                report.replaced += ack.replaced
-                report.rejected.extend((r.url, r.reason) for r in ack.rejected)
-        except grpc.RpcError as exc:
-            raise _error("engine index", exc) from exc
-        if not sent.is_set() or report.acknowledged < last_seq:
-            raise ServiceError(
-                f"engine acknowledged {report.acknowledged} of {last_seq} documents", "DATA_LOSS"
+            with self._boundary("Search"):
+                call = self._stub.Search.future(request, timeout=timeout)
+        except ServiceError as exc:
+            out.set_exception(exc)
+            return out
+        except ValueError as exc:  # e.g. a closed channel
+            out.set_exception(self._fail("Search", str(exc), "UNAVAILABLE"))
+            return out
+
+        def done(c: grpc.Future) -> None:
+            try:
+                with self._boundary("Search"):
+                    reply = c.result()
+            except ServiceError as exc:
+                out.set_exception(exc)
+            except grpc.FutureCancelledError:
+                out.set_exception(self._fail("Search", "call cancelled", "CANCELLED"))
+            else:
+                out.set_result(reply_from_proto(reply))
+
+        call.add_done_callback(done)
+        return out
+
+
+def index_request(seq: int, doc: IndexDocument, flush: bool) -> engine_pb2.IndexRequest:
+    request = engine_pb2.IndexRequest(seq=seq, flush=flush)
+    if doc.delete:
+        request.delete_url = doc.url
+    else:
+        request.upsert.CopyFrom(
+            engine_pb2.Document(
+                url=doc.url,
+                title=doc.title,
+                text=doc.text,
+                fetch_time=doc.fetch_time,
+                has_relevance=doc.relevance is not None,
+                relevance=doc.relevance or 0.0,
             )
-        return report
+        )
+    return request
+
+
+def reply_from_proto(reply: engine_pb2.SearchReply) -> EngineReply:
+    return EngineReply(
+        hits=tuple(EngineHit(url=h.url, title=h.title, snippet=h.snippet, score=h.score) for h in reply.hits),
+        max_score=reply.max_score,
+        total=reply.total,
+    )
 
 
 @dataclass(frozen=True)
@@ -154,19 +257,15 @@ class RobotState:
     harvest_rate: float
 
 
-class RobotClient:
+class RobotClient(GrpcClient):
+    kind = "robot"
+
     def __init__(self, address: str) -> None:
-        self._channel = open_channel(address)
+        super().__init__(address, timeout=2.0)
         self._stub = robot_pb2_grpc.RobotStub(self._channel)
 
-    def close(self) -> None:
-        self._channel.close()
-
     def status(self, timeout: float = 2.0) -> RobotState:
-        try:
-            r = self._stub.Status(robot_pb2.StatusRequest(), timeout=timeout)
-        except grpc.RpcError as exc:
-            raise _error("robot status", exc) from exc
+        r = self._call("Status", self._stub.Status, robot_pb2.StatusRequest(), timeout=timeout)
         return RobotState(
             r.state, r.pages_fetched, r.pages_indexed, r.frontier_size, dict(r.errors), r.harvest_rate
         )

@@ -8,7 +8,6 @@ bound address to ``address_file`` (JSON) once it is SERVING, which is how the la
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import os
 import signal
@@ -24,6 +23,8 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+
+from oasis.runtime.files import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -321,10 +322,7 @@ def build_server(
 
 def write_address_file(path: Path, address: str, pid: int) -> None:
     """Write ``{"address", "pid"}`` atomically so a reader never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps({"address": address, "pid": pid}))
-    os.replace(tmp, path)
+    write_json_atomic(path, {"address": address, "pid": pid})
 
 
 def run_until_signal(running: RunningServer, on_stop: Callable[[], None] | None = None) -> None:

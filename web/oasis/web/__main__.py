@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from oasis.runtime.files import write_json_atomic
 from oasis.web.corpus import CorpusError, load_corpus
 from oasis.web.server import Behaviour, ReplayedWeb, RobotsPolicy
 
@@ -40,10 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def write_address_file(path: Path, info: dict[str, object]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps({**info, "pid": os.getpid()}, indent=1))
-    os.replace(tmp, path)
+    write_json_atomic(path, {**info, "pid": os.getpid()}, indent=1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from urllib.parse import quote, urljoin
 
 from tqdm import tqdm
 
+from oasis.runtime.files import write_bytes_atomic
 from oasis.runtime.html import decode_html, parse_html
 from oasis.runtime.urls import InvalidURL, canonicalize
 from oasis.web import model
@@ -137,11 +138,7 @@ def _tree_pages(
     result = _parse_tree(root, files, base, rewrites, desc)
     if cached is not None:
         try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as f:
-                pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, cached)
+            write_bytes_atomic(cached, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError as exc:
             logger.warning("could not write corpus cache %s: %s", cached, exc)
     return result

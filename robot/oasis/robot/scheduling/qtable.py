@@ -95,11 +95,10 @@ class QTable:
         return table
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write atomically (temp file + rename) so that a crash never leaves half a table."""
-        target = Path(path)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict()), encoding="utf-8")
-        os.replace(tmp, target)
+        """Write atomically and durably (temp file, fsync, rename) so a crash never leaves half a table."""
+        from oasis.runtime.files import write_json_atomic  # here: keeps this module's imports unchanged
+
+        write_json_atomic(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> QTable:

@@ -1,0 +1,14 @@
+"""The domain error of every call to an Oasis service (no grpc here, so ports can name it)."""
+
+from __future__ import annotations
+
+
+class ServiceError(RuntimeError):
+    """A call to an Oasis service failed; ``code`` is the gRPC status code name (``UNAVAILABLE``,
+    ``DEADLINE_EXCEEDED``, ...). Callers may subclass it for their ports (``RobotEngineError``,
+    ``EngineCallError``, ``DirectoryUnavailable``); the gRPC boundary of :mod:`oasis.runtime.rpc` raises the
+    subclass a client was built with."""
+
+    def __init__(self, message: str, code: str = "UNKNOWN") -> None:
+        super().__init__(message)
+        self.code = code

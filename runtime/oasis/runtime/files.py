@@ -1,0 +1,91 @@
+"""Durable atomic file writes and JSON reads with errors that name the file.
+
+Every file the project rewrites in place (address files, checkpoints, Q-tables, the cluster state file,
+caches) goes through :func:`write_bytes_atomic`: a reader, or a crash at any instant, sees either the old
+file or the new one, never half of one, and once the call returns the new contents are on disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+class FileWriteError(OSError):
+    """A durable write failed (full or read-only disk, missing permissions); the old file is intact."""
+
+
+class JSONFileError(ValueError):
+    """A JSON file is missing, unreadable or not valid JSON."""
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory file descriptors
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` durably: a temp file in the same directory, write, flush, fsync,
+    ``os.replace``, fsync the directory. The temp file is removed if any step fails, and the old file
+    (if any) is left as it was; a failure raises :class:`FileWriteError` naming ``path``."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # 0o666 less the umask, like any new file (mkstemp's 0o600 would hide address files from others)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise FileWriteError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise FileWriteError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise
+    _fsync_directory(target.parent)
+
+
+def write_json_atomic(
+    path: str | os.PathLike[str],
+    data: object,
+    *,
+    indent: int | None = None,
+    compact: bool = False,
+) -> None:
+    """Write ``data`` as JSON with :func:`write_bytes_atomic`. Serialisation happens before any file is
+    touched, so an unserialisable object leaves nothing behind (``TypeError``/``ValueError``)."""
+    separators = (",", ":") if compact else None
+    text = json.dumps(data, indent=indent, separators=separators)
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def read_json(path: str | os.PathLike[str], what: str = "JSON") -> Any:
+    """The parsed contents of ``path``; :class:`JSONFileError` naming the ``what`` file and its path if it
+    is missing, unreadable or not valid JSON (the original error is chained)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JSONFileError(f"cannot read {what} file {path}: {exc}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JSONFileError(f"{what} file {path} is not valid JSON: {exc}") from exc

@@ -1,0 +1,103 @@
+"""The one durable atomic write and the JSON reader (oasis.runtime.files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from oasis.runtime import files
+from oasis.runtime.files import (
+    FileWriteError,
+    JSONFileError,
+    read_json,
+    write_bytes_atomic,
+    write_json_atomic,
+)
+
+
+def test_written_json_reads_back_and_no_temp_file_is_left(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "state.json"  # the parent is created
+    write_json_atomic(target, {"a": [1, 2.5, "x"]}, indent=2)
+    assert read_json(target) == {"a": [1, 2.5, "x"]}
+    assert "\n" in target.read_text()  # indent honoured
+    write_json_atomic(target, {"b": 1}, compact=True)
+    assert target.read_text() == '{"b":1}'
+    assert list(target.parent.iterdir()) == [target]
+
+
+def test_bytes_replace_the_old_file_and_keep_its_readers_mode(tmp_path: Path) -> None:
+    target = tmp_path / "blob"
+    write_bytes_atomic(target, b"old")
+    write_bytes_atomic(target, b"new")
+    assert target.read_bytes() == b"new"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # a new file's mode, not mkstemp's 0o600
+
+
+def test_unserialisable_object_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    write_json_atomic(target, {"ok": True})
+    with pytest.raises(TypeError):
+        write_json_atomic(target, {"bad": object()})
+    assert read_json(target) == {"ok": True}
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_failed_rename_removes_the_temp_file_and_names_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "state.json"
+    write_json_atomic(target, {"version": 1})
+
+    def full_disk(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", full_disk)
+    with pytest.raises(FileWriteError, match=re.escape(f"cannot write {target}: No space left on device")):
+        write_json_atomic(target, {"version": 2})
+    monkeypatch.undo()
+    assert read_json(target) == {"version": 1}
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_failed_write_names_the_path_and_leaves_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "q.json"
+    write_json_atomic(target, [1])
+
+    def no_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(files.os, "fsync", no_fsync)
+    with pytest.raises(FileWriteError, match=r"cannot write .*q\.json"):
+        write_json_atomic(target, [2])
+    monkeypatch.undo()
+    assert read_json(target) == [1]
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
+    # chmod does not stop root; a parent that is a regular file stops everyone
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(FileWriteError, match=r"cannot write .*not-a-dir/state\.json"):
+        write_json_atomic(blocker / "state.json", {})
+    assert isinstance(FileWriteError(1, "x"), OSError)  # callers that catch OSError keep working
+    assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_read_json_names_the_file_when_missing_or_corrupt(tmp_path: Path) -> None:
+    with pytest.raises(JSONFileError, match=re.escape(f"cannot read model file {tmp_path / 'missing.json'}")):
+        read_json(tmp_path / "missing.json", "model")
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text('{"a": ')
+    with pytest.raises(JSONFileError, match=re.escape(f"sources file {corrupt} is not valid JSON")) as info:
+        read_json(corrupt, "sources")
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value.__cause__, json.JSONDecodeError)
