@@ -18,10 +18,10 @@ from pathlib import Path
 import grpc
 import pytest
 from robot_testweb import LocalEngine, LocalWeb, html, page
-from service_process import wait_for_address_file
 
 from oasis.robot.__main__ import build_parser
 from oasis.robot.app import build_crawler, config_from_args, load_controller_config, resume_crawler
+from oasis.runtime.spawn import spawn_service
 from oasis.v1 import robot_pb2, robot_pb2_grpc
 
 N_PAGES = 120
@@ -53,15 +53,12 @@ def start_robot(
     address_file = tmp_path / f"robot-{time.monotonic_ns()}.json"
     cmd = [
         sys.executable, "-m", "oasis.robot", "--name", "r1", "--engine", engine.address,
-        "--state-dir", str(state), "--address-file", str(address_file),
+        "--state-dir", str(state),
         "--min-delay", "0.005", "--max-in-flight", "4", "--checkpoint-interval", str(INTERVAL),
         "--log-level", "WARNING", *extra,
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=tmp_path)
-    info = wait_for_address_file(
-        proc, address_file, seconds=30, exited=lambda: f"robot exited with {proc.returncode}", late="no start"
-    )
-    return proc, info["address"]
+    robot = spawn_service(cmd, address_file, timeout=30, name="robot", cwd=tmp_path)
+    return robot.process, robot.address
 
 
 def robot_state(address: str) -> str:
