@@ -90,7 +90,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default="none",
         choices=("none", "whittle"),
         help="re-crawl retrieved pages: never, or by the ephemeral-content Whittle index with online "
-        "change-rate estimates (oasis.freshness.recrawl, papers/002)",
+        "change-rate estimates (oasis.robot.scheduling.recrawl, papers/002)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout (and nothing else)")
     p.add_argument("--out", type=Path, default=None, help="write results.json and PNG plots here")
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot load corpus {args.corpus!r}: {exc}")
     recrawl = None
     if args.recrawl == "whittle":
-        from oasis.freshness.recrawl import WhittleRecrawl
+        from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
         recrawl = WhittleRecrawl
     experiment = Experiment(prepared, cfg, q_tables=q_tables, recrawl=recrawl)

@@ -107,7 +107,7 @@ def build_crawler(
     engine = EngineClient(engine_address, timeout=config.engine_timeout)
     hook = None
     if recrawl == "whittle":
-        from oasis.freshness.recrawl import WhittleRecrawl
+        from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
         hook = WhittleRecrawl(period=recrawl_period)
     controller = make_controller(config.policy, rng=random.Random(seed), recrawl_index=hook)
