@@ -14,17 +14,16 @@ from hypothesis import strategies as st
 from oasis.freshness.ephemeral import (
     active_step,
     alpha_i,
-    eta,
     load_model,
     model_from_json,
     orbit,
     paper_model,
     passive_step,
     u_i,
-    whittle_index,
     whittle_index_discrete,
 )
 from oasis.freshness.rvi import ephemeral_arm, whittle_index_bisection
+from oasis.robot.scheduling.recrawl import eta, whittle_index
 
 
 def test_u_and_alpha_hand_worked() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oasis.freshness.recrawl import AdaptiveFetchSchedule, ScheduleRecrawl, UniformSchedule, WhittleRecrawl
+from oasis.freshness.recrawl import AdaptiveFetchSchedule, ScheduleRecrawl, UniformSchedule
 from oasis.freshness.recrawl_eval import (
     CollectionConfig,
     ReplayCompareConfig,
@@ -12,6 +12,7 @@ from oasis.freshness.recrawl_eval import (
     run_replay,
     summarise,
 )
+from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
 
 class _Arm:

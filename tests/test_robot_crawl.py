@@ -214,7 +214,7 @@ def test_429_storm_trap_and_slow_host_do_not_stop_the_rest(engine: LocalEngine, 
 def test_recrawl_detects_modifications_and_updates_the_engine(engine: LocalEngine, tmp_path: Path) -> None:
     """With the ephemeral-content Whittle index as the re-crawl hook, retrieved pages come due again; a page
     that changes is reported ``modified`` and re-indexed, an unchanged one ``unchanged``."""
-    from oasis.freshness.recrawl import WhittleRecrawl
+    from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
     web = LocalWeb().start()
     version = itertools.count()

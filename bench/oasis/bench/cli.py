@@ -1,4 +1,8 @@
-"""``oasis bench NAME``: every module in ``oasis.bench`` that defines ``register(sub)`` adds one benchmark.
+"""``oasis bench NAME``: the benchmarks of :data:`BENCHMARKS` (a module's ``register(sub)`` adds them).
+
+The table names each benchmark's module and one-line help, so ``oasis bench --help`` imports no benchmark
+and ``oasis bench NAME`` imports only NAME's module (see :mod:`oasis.runtime.commands`). A new benchmark
+module needs a row here (tests/test_cli_lazy.py checks that every module with ``register`` has one).
 
 Benchmarks print a table and write JSON (``--json-out``); they measure ratios against a baseline run in the
 same process, because absolute times drift on a shared machine.
@@ -7,23 +11,36 @@ same process, because absolute times drift on a shared machine.
 from __future__ import annotations
 
 import argparse
-import importlib
-import logging
-import pkgutil
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from oasis.runtime.commands import Command, add_command_table
+
+_ENGINE = "oasis.bench.engine_index"
+
+BENCHMARKS: dict[str, Command] = {
+    "crawl": Command("oasis.bench.crawl", "robot pages/s vs a plain requests loop and Scrapy on a local web"),
+    "engine-index": Command(_ENGINE, "engine indexing docs/s over gRPC vs raw Whoosh on the same documents"),
+    "engine-query": Command(
+        _ENGINE, "engine query latency p50/p99 and queries/s over gRPC vs raw Whoosh in-process"
+    ),
+    "load": Command("oasis.bench.load", "concurrent clients against the broker over 3 engines"),
+    "merge-quality": Command(
+        "oasis.bench.merge_quality", "broker merged ranking vs one central Whoosh index"
+    ),
+    "parse": Command(
+        "oasis.bench.parse", "parse_html pages/s: lxml vs bs4-lxml vs html.parser, on real pages"
+    ),
+    "query-latency": Command(
+        "oasis.bench.query_latency", "p50/p99 and q/s: direct Whoosh vs one engine vs broker"
+    ),
+    "replay-scale": Command("oasis.bench.replay_scale", "replay time of synthetic webs of 1e5 and 1e6 pages"),
+    "scheduler": Command(
+        "oasis.bench.scheduler", "request controller: decisions/s and memory at 1e4..1e6 queued URLs"
+    ),
+    "web": Command("oasis.bench.web", "HTML parsing, synthetic web generation, replayed-web serving"),
+}
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     parser = sub.add_parser("bench", help="run a benchmark (prints a table, writes JSON)")
-    bench_sub = parser.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
-    import oasis.bench as package
-
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name in {"cli", "common"} or info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"oasis.bench.{info.name}")
-        hook = getattr(module, "register", None)
-        if callable(hook):
-            hook(bench_sub)
+    add_command_table(parser, BENCHMARKS, dest="bench", metavar="BENCHMARK")

@@ -1,35 +1,58 @@
-"""The ``oasis`` command. Each component contributes its subcommands through a ``register`` function."""
+"""The ``oasis`` command.
+
+:data:`COMMANDS` lists every subcommand with the module that implements it and a one-line help, so
+``oasis --help`` needs none of them, and ``oasis CMD ...`` imports only CMD's module, whose
+``register(subparsers)`` adds the command's parser (``func(args) -> int``). See
+:mod:`oasis.runtime.commands`.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import Sequence
 
-# Modules that define ``register(subparsers) -> None``; each subcommand sets ``func(args) -> int``.
-COMMAND_MODULES = (
-    "oasis.cluster.commands",  # up, down, status, search, index
-    "oasis.robot.cli",  # crawl
-    "oasis.replay.cli",  # replay
-    "oasis.freshness.cli",  # ephemeral, whittle-learn, recrawl-eval
-    "oasis.bench.cli",  # bench ...
-)
+from oasis.runtime.commands import Command, add_command_table
+
+_CLUSTER = "oasis.cluster.commands"
+_FRESHNESS = "oasis.freshness.cli"
+
+COMMANDS: dict[str, Command] = {
+    "up": Command(_CLUSTER, "start a local cluster (Ctrl-C or `oasis down` stops it)"),
+    "down": Command(_CLUSTER, "stop the cluster"),
+    "restart": Command(_CLUSTER, "restart one service (same command line and port)"),
+    "status": Command(_CLUSTER, "services, addresses, health, document counts"),
+    "search": Command(_CLUSTER, "query the cluster through the broker"),
+    "index": Command(_CLUSTER, "bulk-load local HTML files or folders into one engine"),
+    "demo": Command(_CLUSTER, "the main job: cluster + robots crawl the built-in web + queries"),
+    "crawl": Command("oasis.robot.cli", "crawl from seed URLs into a topic engine (progress bar, summary)"),
+    "replay": Command(
+        "oasis.replay.cli",
+        "compare crawl policies on an offline web graph (P / P_upper, papers/004 Figures 3-5)",
+    ),
+    "ephemeral": Command(
+        _FRESHNESS, "crawl sources of ephemeral content: Whittle index vs baselines (papers/002, 003, 000)"
+    ),
+    "whittle-learn": Command(_FRESHNESS, "Whittle-index Q-learning on N identical arms (papers/001)"),
+    "recrawl-eval": Command(
+        _FRESHNESS,
+        "re-crawl policies at equal budget on a changing collection / replayed web: F and M over time",
+    ),
+    "bench": Command("oasis.bench.cli", "run a benchmark (prints a table, writes JSON)"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oasis", description="Oasis topic-specific search engine")
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    add_command_table(parser, COMMANDS, dest="command", metavar="COMMAND")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from oasis.runtime.service import configure_logging
-
     parser = build_parser()
     args = parser.parse_args(argv)
+    from oasis.runtime.service import configure_logging
+
     configure_logging(args.log_level)
     try:
         return int(args.func(args) or 0)

@@ -1,4 +1,8 @@
-"""Cluster commands: ``oasis up | down | restart | status | search | index | demo``."""
+"""Cluster commands: ``oasis up | down | restart | status | search | index | demo``.
+
+Imported by ``oasis`` only when one of these commands runs; the module itself loads only the standard library
+(the launcher, gRPC and the clients are imported inside the commands), so ``oasis status`` stays quick.
+"""
 
 from __future__ import annotations
 
@@ -12,21 +16,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from oasis.cluster.config import ConfigError, load_config
-from oasis.cluster.launcher import DEFAULT_STATE_DIR, Cluster, LaunchError, NoCluster, bring_up, health_status
-from oasis.runtime.clients import (
-    BULK_FLUSH_EVERY,
-    BULK_INDEX_TIMEOUT,
-    BrokerClient,
-    EngineClient,
-    IndexDocument,
-    RobotClient,
-    SearchResult,
-    ServiceError,
-    documents_by_engine,
-)
+if TYPE_CHECKING:
+    from oasis.cluster.launcher import Cluster
+    from oasis.runtime.clients import IndexDocument, SearchResult
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +28,8 @@ DEMO_QUERIES = ("sql query index", "python module function", "http template view
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
+    from oasis.cluster.launcher import DEFAULT_STATE_DIR
+
     return Path(args.state_dir or os.environ.get("OASIS_STATE_DIR") or DEFAULT_STATE_DIR)
 
 
@@ -111,6 +107,9 @@ def _wait_for_signal() -> None:
 
 
 def _bring_up(args: argparse.Namespace, robots: bool) -> Cluster | None:
+    from oasis.cluster.config import ConfigError, load_config
+    from oasis.cluster.launcher import LaunchError, bring_up
+
     try:
         config = load_config(args.config)
         return bring_up(config, _state_dir(args), robots=robots, timeout=getattr(args, "timeout", 60.0))
@@ -140,6 +139,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Cluster | None:
+    from oasis.cluster.launcher import Cluster, NoCluster
+
     try:
         return Cluster.load(_state_dir(args))
     except NoCluster as exc:
@@ -157,6 +158,8 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
+    from oasis.cluster.launcher import LaunchError
+
     cluster = _load(args)
     if cluster is None:
         return 1
@@ -183,6 +186,9 @@ def web_health(address: str) -> str:
 
 
 def service_table(cluster: Cluster) -> list[dict[str, Any]]:
+    from oasis.cluster.launcher import health_status
+    from oasis.runtime.clients import RobotClient, ServiceError, documents_by_engine
+
     engines = [(s.name, s.address) for s in cluster.of_kind("engine")]
     counts = documents_by_engine(engines)
     rows: list[dict[str, Any]] = []
@@ -235,6 +241,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------------------- search
 def _broker_address(cluster: Cluster) -> str:
+    from oasis.cluster.launcher import NoCluster
+
     brokers = cluster.of_kind("broker")
     if not brokers:
         raise NoCluster("the cluster has no broker")
@@ -266,6 +274,8 @@ def print_results(query: str, result: SearchResult) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from oasis.runtime.clients import BrokerClient, ServiceError
+
     cluster = _load(args)
     if cluster is None:
         return 1
@@ -309,6 +319,7 @@ def html_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
 
 
 def documents_from_files(paths: list[Path], base_url: str) -> Iterator[IndexDocument]:
+    from oasis.runtime.clients import IndexDocument
     from oasis.runtime.html import parse_html
 
     base = base_url if base_url.endswith("/") else base_url + "/"
@@ -323,6 +334,8 @@ def documents_from_files(paths: list[Path], base_url: str) -> Iterator[IndexDocu
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from oasis.runtime.clients import BULK_FLUSH_EVERY, BULK_INDEX_TIMEOUT, EngineClient, ServiceError
+
     cluster = _load(args)
     if cluster is None:
         return 1
@@ -363,12 +376,16 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------------------------- demo
 def _indexed_total(cluster: Cluster) -> int:
+    from oasis.runtime.clients import documents_by_engine
+
     return sum(
         n or 0 for n in documents_by_engine([(s.name, s.address) for s in cluster.of_kind("engine")]).values()
     )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from oasis.runtime.clients import BrokerClient, ServiceError
+
     cluster = _bring_up(args, robots=True)
     if cluster is None:
         return 1

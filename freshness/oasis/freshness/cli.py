@@ -9,7 +9,8 @@
     {"exact_indices": [...], "learned_indices": [...], "reward_ratio": float, ...}
 
 (reward_ratio = learned-policy reward / exact-index-policy reward, averaged over the last 20% of steps).
-Progress bars and logs go to stderr; plots are PNG files in ``--plots DIR``.
+Progress bars and logs go to stderr; plots are PNG files in ``--plots DIR``. This module imports only the
+standard library at its top (``oasis --help`` lists the commands without it; a command imports what it runs).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ import math
 import sys
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -191,6 +190,7 @@ def run_ephemeral(
     plots: Path | None = None,
     plot_steps: int = 40,
 ) -> dict[str, Any]:
+    import numpy as np
     from tqdm import tqdm
 
     from oasis.freshness.lspe import LspeConfig, run_lspe
@@ -346,6 +346,8 @@ def _ephemeral_plots(
 
 
 def _whittle_learn(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from oasis.freshness.qlearning import QLearningConfig, whittle_q_learning
     from oasis.freshness.rvi import circulant_arm, load_arm, restart_arm, whittle_indices_bisection
 

@@ -5,6 +5,9 @@ mean ``xi`` and decays as ``exp(-mu * t)``. Every period ``T`` the crawler crawl
 source collects the total current utility of its uncollected content, the source's state ``X``.
 
 Pure functions named with the paper's symbols; nothing here touches the network or global state.
+The closed-form index of Theorem 1 itself (``eta``, ``whittle_index``) is in
+:mod:`oasis.robot.scheduling.recrawl`, where the live robot uses it for re-crawling; this module builds the
+multi-source model around it.
 """
 
 from __future__ import annotations
@@ -18,14 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from oasis.robot.scheduling.recrawl import whittle_index
 from oasis.runtime.files import read_json
 
 FloatArray = NDArray[np.float64]
-
-# Tolerance used when a logarithm lands (up to rounding) on an integer: on the discrete orbit
-# X(k) = u (1 - alpha^k) / (1 - alpha) the exact value of log_alpha(...) is the integer k.
-_CEIL_TOL = 1e-9
-
 
 @dataclass(frozen=True, kw_only=True)
 class Source:
@@ -145,44 +144,6 @@ def orbit(k: int, alpha: float, u: float) -> float:
     if k < 0:
         raise ValueError("k must be >= 0")
     return u * (1.0 - alpha**k) / (1.0 - alpha)
-
-
-def eta(x: float, alpha: float, u: float) -> int:
-    """Periods of passivity from the reset state until the orbit reaches ``x`` (papers/002 Theorem 1).
-
-    eta(x) = ceil(log+_alpha((u - (1 - alpha) x) / u)), log+ being 0 for non-positive arguments.
-    """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if u <= 0:
-        raise ValueError(f"u must be > 0, got {u}")
-    arg = (u - (1.0 - alpha) * x) / u
-    if arg <= 0.0 or arg >= 1.0:
-        return 0
-    v = math.log(arg) / math.log(alpha)
-    return max(0, math.ceil(v - _CEIL_TOL))
-
-
-def whittle_index(x: float, alpha: float, u: float, C: float = 1.0) -> float:
-    """The closed-form Whittle index gamma_i(x) of papers/002 Theorem 1.
-
-    gamma(x) = (1/C) [eta(x) ((1 - alpha) x - u) + (1 - alpha^eta(x)) / (1 - alpha) u].
-
-    The paper's state space is [0, u*] with u* = u / (1 - alpha); at x -> u* the formula tends to u*/C (eta
-    grows without bound while eta ((1 - alpha) x - u) -> 0). For x >= u* (a transient initial state, or a
-    stochastic state above its mean ceiling) the crawler is indifferent when the subsidy equals the
-    reward of crawling now, x / C (passivity only decays the state towards u*), which is continuous at u*.
-    """
-    if C <= 0:
-        raise ValueError(f"C must be > 0, got {C}")
-    if x <= 0.0:
-        return 0.0
-    u_star = u / (1.0 - alpha)
-    if x >= u_star * (1.0 - 1e-12):
-        return x / C
-    n = eta(x, alpha, u)
-    # papers/002 Theorem 1
-    return (n * ((1.0 - alpha) * x - u) + (1.0 - alpha**n) / (1.0 - alpha) * u) / C
 
 
 def whittle_index_discrete(k: int, alpha: float, u: float, C: float = 1.0) -> float:

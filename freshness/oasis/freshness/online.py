@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from oasis.freshness.ephemeral import FloatArray, Model, whittle_index
+from oasis.freshness.ephemeral import FloatArray, Model
 from oasis.freshness.policies import BoolArray, CrawlObservation, _budget, _top_m
+from oasis.robot.scheduling.recrawl import whittle_index
 
 
 @dataclass

@@ -17,7 +17,8 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from oasis.freshness.ephemeral import FloatArray, Model, whittle_index
+from oasis.freshness.ephemeral import FloatArray, Model
+from oasis.robot.scheduling.recrawl import whittle_index
 
 logger = logging.getLogger(__name__)
 

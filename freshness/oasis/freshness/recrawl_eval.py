@@ -5,11 +5,12 @@ Two harnesses:
 * :func:`run_collection` (self-contained): D retrieved documents with relevance r_i change as Poisson
   processes of rate lam_i (heterogeneous: mean x Exp(1), as the replay harness's ``ChangeModel``); every
   period exactly B documents are re-crawled by each policy. Policies: ``whittle`` (the per-document
-  ephemeral Whittle index with online change-rate estimates, :class:`~oasis.freshness.recrawl.
-  ChangeRateEstimator`), ``whittle-oracle`` (true rates), ``uniform`` (oldest first = every D/B periods),
-  ``adaptive`` (Nutch's AdaptiveFetchSchedule, most overdue first), ``greedy`` (largest expected stale
-  relevance r (1 - e^{-lam_hat a}), a myopic baseline). Freshness F(t) = sum r_i fresh_i / sum r_i (papers/004
-  Eq. 1). With no creation or deletion, recall R = F, so quality M = min(R, F) = F.
+  ephemeral Whittle index with online change-rate estimates,
+  :class:`~oasis.robot.scheduling.recrawl.ChangeRateEstimator`), ``whittle-oracle`` (true rates), ``uniform``
+  (oldest first = every D/B periods), ``adaptive`` (Nutch's AdaptiveFetchSchedule, most overdue first),
+  ``greedy`` (largest expected stale relevance r (1 - e^{-lam_hat a}), a myopic baseline). Freshness
+  F(t) = sum r_i fresh_i / sum r_i (papers/004 Eq. 1). With no creation or deletion, recall R = F, so quality
+  M = min(R, F) = F.
 * :func:`run_replay` (through the replay engineer's harness, ``oasis.replay``): a full crawl of a synthetic
   web that changes (modify / delete / create) while the robot's request controller schedules fringe
   documents and re-crawls in one queue; the re-crawl hook is the Whittle index, a uniform interval, or
@@ -30,12 +31,11 @@ from numpy.typing import NDArray
 
 from oasis.freshness.recrawl import (
     AdaptiveFetchSchedule,
-    ChangeRateEstimator,
     ScheduleRecrawl,
     UniformSchedule,
-    WhittleRecrawl,
     recrawl_index_array,
 )
+from oasis.robot.scheduling.recrawl import ChangeRateEstimator, WhittleRecrawl
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ With ``--json`` stdout carries exactly one JSON object::
      "policies": {NAME: {"P_ratio": [float per traversal], ...}}, ...}
 
 (P_ratio = P / P_upper; non-learning policies have one entry). The progress bar and logs go to stderr.
-``--out DIR`` writes results.json (with the fetch orders and R/F/M curves) and PNG plots.
+``--out DIR`` writes results.json (with the fetch orders and R/F/M curves) and PNG plots. The module's top
+imports only the standard library; the harness is imported when the command runs.
 """
 
 from __future__ import annotations
@@ -18,16 +19,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from oasis.robot.scheduling.controller import ControllerConfig
-from oasis.robot.scheduling.qtable import QTable
-from oasis.robot.scheduling.state import STATE_NAMES
-
 logger = logging.getLogger(__name__)
 
 _BULKY = ("order", "first_order", "R", "F", "M")
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
+    from oasis.robot.scheduling import STATE_NAMES
+
     p = sub.add_parser(
         "replay",
         help="compare crawl policies on an offline web graph (P / P_upper, papers/004 Figures 3-5)",
@@ -90,7 +89,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default="none",
         choices=("none", "whittle"),
         help="re-crawl retrieved pages: never, or by the ephemeral-content Whittle index with online "
-        "change-rate estimates (oasis.freshness.recrawl, papers/002)",
+        "change-rate estimates (oasis.robot.scheduling.recrawl, papers/002)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout (and nothing else)")
     p.add_argument("--out", type=Path, default=None, help="write results.json and PNG plots here")
@@ -108,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
     from oasis.replay.experiment import Experiment, ExperimentConfig, is_learning, prepare
     from oasis.replay.simulator import ChangeModel
+    from oasis.robot.scheduling import ControllerConfig, QTable
     from oasis.web.corpus import load_corpus
 
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot load corpus {args.corpus!r}: {exc}")
     recrawl = None
     if args.recrawl == "whittle":
-        from oasis.freshness.recrawl import WhittleRecrawl
+        from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
         recrawl = WhittleRecrawl
     experiment = Experiment(prepared, cfg, q_tables=q_tables, recrawl=recrawl)

@@ -214,8 +214,9 @@ class Experiment:
         progress: Progress | None = None,
         recrawl: Callable[[], RecrawlIndex] | None = None,
     ) -> None:
-        """``recrawl`` builds a fresh re-crawl index per run (e.g. ``oasis.freshness.recrawl.WhittleRecrawl``,
-        which keeps per-document change histories); None: never re-crawl."""
+        """``recrawl`` builds a fresh re-crawl index per run (e.g.
+        ``oasis.robot.scheduling.recrawl.WhittleRecrawl``, which keeps per-document change histories); None:
+        never re-crawl."""
         self.prepared = prepared
         self.replay = prepared.replay
         self.config = config

@@ -234,7 +234,7 @@ def build_crawler(
     table = start_q_table(config)  # first: a bad table is reported before anything starts
     hook = None
     if recrawl == "whittle":
-        from oasis.freshness.recrawl import WhittleRecrawl
+        from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
         hook = WhittleRecrawl(period=recrawl_period)
     engine = connect_engine(engine_address, timeout=config.engine_timeout)

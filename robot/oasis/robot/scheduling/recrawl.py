@@ -1,0 +1,372 @@
+"""Re-crawling retrieved documents in the live robot: change-rate estimation and the ephemeral Whittle index.
+
+Pure code (no grpc, no clock): callers pass times, intervals and observations in. The research harnesses in
+:mod:`oasis.freshness` (the full ephemeral model, baseline schedules, the vectorised index) build on this
+module; the robot uses :class:`WhittleRecrawl` as the request controller's ``recrawl_index`` hook.
+
+How a retrieved document becomes an arm of papers/002
+------------------------------------------------------
+A document with relevance ``r`` changes as a Poisson process of rate ``lam`` (changes per time unit). If it
+was last crawled ``a`` time units ago, the relevance-weighted value that a re-crawl recovers is its expected
+staleness
+
+    x(a) = r * P(changed since the last crawl) = r * (1 - exp(-lam * a)).
+
+With the scheduler's tick ``period`` (the T of papers/002) this is exactly the ephemeral-content state of
+papers/002 Eqs. 2-3 with alpha = exp(-lam * period) and u = r * (1 - alpha): left passive, x(a + T) =
+alpha x(a) + u; crawled, the next state is u (one period of possible change); and the ceiling u* = u / (1 -
+alpha) is r itself. So the Whittle index of Theorem 1 (:func:`whittle_index`) applies unchanged with value =
+relevance and state = expected staleness, and :func:`recrawl_index` returns it.
+
+Unit: Theorem 1's index is the passivity subsidy (reward per period) at which crawling and waiting are
+equally good, measured in the unit of the state, here relevance. It lies in [0, r / C]: near 0 just after a
+crawl, tending to r / C when the copy is almost surely stale. A fringe document's expected relevance gain
+per fetch is likewise relevance per fetch, so both can sit in one priority queue (highest first).
+
+(Not to be confused with :func:`oasis.robot.scheduling.equations.whittle_index`, the learned index
+v(x) = Q(x,1) - Q(x,0) of papers/004 Eq. 9 for fringe documents.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+# Tolerance used when a logarithm lands (up to rounding) on an integer: on the discrete orbit
+# X(k) = u (1 - alpha^k) / (1 - alpha) the exact value of log_alpha(...) is the integer k.
+_CEIL_TOL = 1e-9
+
+# ---------------------------------------------------------------------------------------------------------
+# (a) The closed-form Whittle index of ephemeral content (papers/002 Theorem 1)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def eta(x: float, alpha: float, u: float) -> int:
+    """Periods of passivity from the reset state until the orbit reaches ``x`` (papers/002 Theorem 1).
+
+    eta(x) = ceil(log+_alpha((u - (1 - alpha) x) / u)), log+ being 0 for non-positive arguments.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if u <= 0:
+        raise ValueError(f"u must be > 0, got {u}")
+    arg = (u - (1.0 - alpha) * x) / u
+    if arg <= 0.0 or arg >= 1.0:
+        return 0
+    v = math.log(arg) / math.log(alpha)
+    return max(0, math.ceil(v - _CEIL_TOL))
+
+
+def whittle_index(x: float, alpha: float, u: float, C: float = 1.0) -> float:
+    """The closed-form Whittle index gamma_i(x) of papers/002 Theorem 1.
+
+    gamma(x) = (1/C) [eta(x) ((1 - alpha) x - u) + (1 - alpha^eta(x)) / (1 - alpha) u].
+
+    The paper's state space is [0, u*] with u* = u / (1 - alpha); at x -> u* the formula tends to u*/C (eta
+    grows without bound while eta ((1 - alpha) x - u) -> 0). For x >= u* (a transient initial state, or a
+    stochastic state above its mean ceiling) the crawler is indifferent when the subsidy equals the
+    reward of crawling now, x / C (passivity only decays the state towards u*), which is continuous at u*.
+    """
+    if C <= 0:
+        raise ValueError(f"C must be > 0, got {C}")
+    if x <= 0.0:
+        return 0.0
+    u_star = u / (1.0 - alpha)
+    if x >= u_star * (1.0 - 1e-12):
+        return x / C
+    n = eta(x, alpha, u)
+    # papers/002 Theorem 1
+    return (n * ((1.0 - alpha) * x - u) + (1.0 - alpha**n) / (1.0 - alpha) * u) / C
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (b) Change-rate estimation from what crawls observe
+# ---------------------------------------------------------------------------------------------------------
+
+
+def cho_garcia_molina_rate(n: int, changes: int, interval: float) -> float:
+    """Bias-reduced estimate of a Poisson change rate from ``n`` regular accesses ``interval`` apart.
+
+    Cho & Garcia-Molina, "Estimating Frequency of Change", ACM TOIT 3(3), 2003, Section 4 (estimator r-hat
+    of Eq. 4): lam = -log((n - X + 0.5) / (n + 0.5)) / I, X = accesses that detected a change. Unlike the
+    naive MLE -log((n - X) / n) / I it stays finite when every access saw a change.
+    """
+    if n < 0 or changes < 0 or changes > n:
+        raise ValueError(f"need 0 <= changes <= n, got n={n}, changes={changes}")
+    if not interval > 0:
+        raise ValueError(f"interval must be > 0, got {interval}")
+    # Cho & Garcia-Molina 2003, bias-reduced estimator for regular access
+    return -math.log((n - changes + 0.5) / (n + 0.5)) / interval
+
+
+def poisson_rate_mle(
+    changed: Iterable[float], unchanged: Iterable[float], *, tol: float = 1e-10, max_iter: int = 200
+) -> float:
+    """Maximum-likelihood Poisson change rate from irregular access intervals.
+
+    Each access reports whether the document changed during the interval ``t`` since the previous access:
+    P(changed) = 1 - exp(-lam t). The log-likelihood sum_c log(1 - e^{-lam t_c}) - lam sum_u t_u is concave
+    and its stationary point solves (Cho & Garcia-Molina 2003, Section 5, irregular access)
+
+        sum_{changed} t_c / (exp(lam t_c) - 1) = sum_{unchanged} t_u.
+
+    Returns 0 if nothing changed and ``math.inf`` if everything did (the plain MLE's two degenerate ends;
+    :class:`ChangeRateEstimator` adds the bias correction).
+    """
+    tc = [float(t) for t in changed]
+    tu_sum = float(sum(unchanged))
+    if any(t <= 0 for t in tc) or tu_sum < 0:
+        raise ValueError("intervals must be > 0")
+    if not tc:
+        return 0.0
+    if tu_sum == 0.0:
+        return math.inf
+    return _solve_mle(tc, tu_sum, tol=tol, max_iter=max_iter)
+
+
+def _solve_mle(tc: list[float], tu_sum: float, *, tol: float, max_iter: int) -> float:
+    t = np.asarray(tc, dtype=np.float64)
+
+    def g(lam: float) -> float:
+        # decreasing in lam: from +inf at lam -> 0 to -tu_sum at lam -> inf
+        return float((t / np.expm1(np.minimum(lam * t, 700.0))).sum()) - tu_sum
+
+    # bracket: g(lo) > 0 >= g(hi); then bisection in log space (the root can span many decades)
+    lo = hi = 1.0 / float(t.mean())
+    while g(lo) <= 0:
+        lo /= 4.0
+        if lo < 1e-300:
+            return 0.0
+    while g(hi) > 0:
+        hi *= 4.0
+        if hi > 1e300:
+            return math.inf
+    for _ in range(max_iter):
+        mid = math.sqrt(lo * hi)
+        if g(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= tol * hi:
+            break
+    return math.sqrt(lo * hi)
+
+
+@dataclass
+class ChangeRateEstimator:
+    """Online estimate of one document's Poisson change rate from its crawl history.
+
+    Call :meth:`observe` after every re-crawl with the time since the previous crawl and whether the content
+    differed. The estimate is the irregular-interval MLE (:func:`poisson_rate_mle`) with Cho &
+    Garcia-Molina's bias correction: half an extra *unchanged* observation at the mean interval. For regular
+    intervals this equals their bias-reduced estimator exactly (checked in the tests), and it stays finite
+    when every crawl saw a change. With no observation it returns ``prior_rate``; while no change has been
+    seen it returns half a change over the observed time, 0.5 / sum(intervals), capped by ``prior_rate`` (the
+    corrected MLE would be 0 and starve the document forever). It never falls below ``min_rate``. Only the
+    last ``window`` observations are kept, so the estimate follows a drifting rate.
+    """
+
+    prior_rate: float = 0.1
+    min_rate: float = 1e-6
+    window: int = 256
+    _changed: deque[float] = field(default_factory=deque, repr=False)
+    _unchanged: deque[float] = field(default_factory=deque, repr=False)
+    _order: deque[tuple[bool, float]] = field(default_factory=deque, repr=False)
+    _cached: float | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.prior_rate > 0:
+            raise ValueError(f"prior_rate must be > 0, got {self.prior_rate}")
+        if not 0 <= self.min_rate <= self.prior_rate:
+            raise ValueError("need 0 <= min_rate <= prior_rate")
+        if self.window < 1:
+            raise ValueError("window must be >= 1")
+
+    def observe(self, interval: float, changed: bool) -> None:
+        if not (interval > 0 and math.isfinite(interval)):
+            raise ValueError(f"interval must be finite and > 0, got {interval}")
+        self._cached = None
+        self._order.append((changed, interval))
+        (self._changed if changed else self._unchanged).append(interval)
+        if len(self._order) > self.window:
+            old_changed, old_t = self._order.popleft()
+            (self._changed if old_changed else self._unchanged).remove(old_t)
+
+    @property
+    def n(self) -> int:
+        return len(self._order)
+
+    @property
+    def changes(self) -> int:
+        return len(self._changed)
+
+    def rate(self) -> float:
+        if self._cached is None:
+            self._cached = self._rate()
+        return self._cached
+
+    def _rate(self) -> float:
+        if not self._order:
+            return self.prior_rate
+        if not self._changed:
+            # No change seen yet: bias-reduced bound, Cho & Garcia-Molina's 0.5 rule applied to the total
+            # observed time (half a change in the observed time), never above the prior.
+            total = sum(self._unchanged)
+            return max(self.min_rate, min(self.prior_rate, 0.5 / total))
+        mean_t = (sum(self._changed) + sum(self._unchanged)) / self.n
+        # bias correction: +0.5 unchanged observation at the mean interval
+        lam = _solve_mle(list(self._changed), sum(self._unchanged) + 0.5 * mean_t, tol=1e-10, max_iter=200)
+        return max(self.min_rate, lam)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (c) The ephemeral Whittle index for one retrieved document
+# ---------------------------------------------------------------------------------------------------------
+
+
+def expected_staleness(relevance: float, change_rate: float, age: float) -> float:
+    """x(a) = r (1 - exp(-lam a)): relevance times the probability of a change since the last crawl."""
+    if relevance < 0 or change_rate < 0 or age < 0:
+        raise ValueError("relevance, change_rate and age must be >= 0")
+    return relevance * -math.expm1(-change_rate * age)
+
+
+def recrawl_index(
+    relevance: float, change_rate: float, age: float, *, period: float = 1.0, cost: float = 1.0
+) -> float:
+    """Whittle index for re-crawling one retrieved document (papers/002 Theorem 1 with value = relevance).
+
+    Args:
+        relevance: r(i) >= 0, the document's topic relevance (the value of a fresh copy).
+        change_rate: lam >= 0, estimated Poisson change rate, changes per time unit (e.g. from
+            :class:`ChangeRateEstimator`).
+        age: time since the document was last fetched, same time unit.
+        period: the scheduler's tick T (time between scheduling decisions), same time unit.
+        cost: crawl cost C (e.g. relative fetch cost or politeness weight), > 0.
+
+    Returns:
+        gamma(x) with alpha = exp(-lam T), u = r (1 - alpha), x = r (1 - exp(-lam age)) -- a value in
+        [0, r / C], increasing in ``age``, ``relevance`` and (for fixed age) ``change_rate``. Unit: relevance
+        per fetch per period, the unit of a fringe document's expected relevance gain per fetch, so both kinds
+        of arm can be ranked in one queue.
+    """
+    if not (relevance >= 0 and math.isfinite(relevance)):
+        raise ValueError(f"relevance must be finite and >= 0, got {relevance}")
+    if not (change_rate >= 0 and math.isfinite(change_rate)):
+        raise ValueError(f"change_rate must be finite and >= 0, got {change_rate}")
+    if not age >= 0:
+        raise ValueError(f"age must be >= 0, got {age}")
+    if not (period > 0 and math.isfinite(period)):
+        raise ValueError(f"period must be finite and > 0, got {period}")
+    if not (cost > 0 and math.isfinite(cost)):
+        raise ValueError(f"cost must be finite and > 0, got {cost}")
+    if relevance == 0.0 or change_rate == 0.0 or age == 0.0:
+        return 0.0
+    alpha = math.exp(-change_rate * period)
+    if alpha <= 0.0 or alpha >= 1.0:
+        # change_rate * period outside double range: the copy is stale after one tick (alpha = 0) or never
+        # (alpha = 1); the index degenerates to the state itself.
+        return expected_staleness(relevance, change_rate, age) / cost if alpha <= 0.0 else 0.0
+    u = relevance * (1.0 - alpha)
+    x = expected_staleness(relevance, change_rate, age)
+    return whittle_index(x, alpha, u, cost)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (d) Re-crawl hooks for the request controller: ``hook(arm, now) -> float`` in the fringe's unit (relevance)
+# ---------------------------------------------------------------------------------------------------------
+
+
+class CrawledDoc(Protocol):
+    """What the controller knows about a retrieved document (duck-typed; the robot's ``RecrawlArm``)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def relevance(self) -> float: ...
+    @property
+    def last_fetch(self) -> float: ...
+    @property
+    def fetches(self) -> int: ...
+    @property
+    def changes(self) -> int: ...
+
+
+@dataclass
+class DocHistory:
+    """One document's fetch/change counters as a hook last saw them, its estimator and its interval."""
+
+    fetches: int
+    changes: int
+    last_fetch: float
+    estimator: ChangeRateEstimator
+    interval: float = 0.0
+
+
+class PerDocumentTracker:
+    """Each document's fetch/change counters as of the previous call; ``_fetched`` sees every new fetch.
+
+    The base of every re-crawl hook (:class:`WhittleRecrawl` here, the baseline schedules'
+    ``oasis.freshness.recrawl.ScheduleRecrawl``): subclasses say what a first sighting and a new fetch do.
+    """
+
+    def __init__(self) -> None:
+        self._docs: dict[str, DocHistory] = {}
+
+    def _first_seen(self, arm: CrawledDoc) -> DocHistory:
+        raise NotImplementedError
+
+    def _fetched(self, h: DocHistory, interval: float, changed: bool) -> None:
+        """The arm was fetched again, ``interval`` after the fetch ``h`` last saw; ``changed`` since then."""
+        raise NotImplementedError
+
+    def _history(self, arm: CrawledDoc) -> DocHistory:
+        h = self._docs.get(arm.url)
+        if h is None:
+            h = self._first_seen(arm)
+            self._docs[arm.url] = h
+        elif arm.fetches > h.fetches:
+            self._fetched(h, arm.last_fetch - h.last_fetch, arm.changes > h.changes)
+            h.fetches, h.changes, h.last_fetch = arm.fetches, arm.changes, arm.last_fetch
+        return h
+
+
+class WhittleRecrawl(PerDocumentTracker):
+    """``recrawl_index`` hook: per-document change-rate estimate + the ephemeral Whittle index.
+
+    Each call compares the arm's fetch/change counters with the ones it saw last time; a new fetch adds one
+    observation (interval since the previous fetch, changed or not) to that document's
+    :class:`ChangeRateEstimator`. The value is :func:`recrawl_index` at age ``now - last_fetch``.
+    """
+
+    def __init__(self, *, period: float = 1.0, prior_rate: float = 0.1, window: int = 256) -> None:
+        if not period > 0:
+            raise ValueError("period must be > 0")
+        super().__init__()
+        self.period = period
+        self.prior_rate = prior_rate
+        self.window = window
+
+    def _first_seen(self, arm: CrawledDoc) -> DocHistory:
+        return DocHistory(
+            fetches=arm.fetches,
+            changes=arm.changes,
+            last_fetch=arm.last_fetch,
+            estimator=ChangeRateEstimator(prior_rate=self.prior_rate, window=self.window),
+        )
+
+    def _fetched(self, h: DocHistory, interval: float, changed: bool) -> None:
+        if interval > 0:
+            h.estimator.observe(interval, changed)
+
+    def rate(self, arm: CrawledDoc) -> float:
+        return self._history(arm).estimator.rate()
+
+    def __call__(self, arm: CrawledDoc, now: float) -> float:
+        rate = self.rate(arm)
+        return recrawl_index(arm.relevance, rate, max(0.0, now - arm.last_fetch), period=self.period)
