@@ -4,6 +4,10 @@ For each concurrency level a fixed number of queries is sent; the table gives th
 answered queries and errors by status code. Up to the broker's concurrency limit every query must be
 answered; beyond it the broker sheds load with RESOURCE_EXHAUSTED at once instead of queueing until
 deadlines pass (graceful, not collapse).
+
+The cluster is started and stopped with the ``oasis`` command itself (``oasis up --detach``, ``oasis status
+--json``, ``oasis down``), as an operator would: benchmarks sit below the cluster launcher in the layers
+(docs/architecture.md) and drive it from outside.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import argparse
 import json
 import logging
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from oasis.bench._stats import percentile
-from oasis.cluster.config import ClusterConfig, TopicConfig
-from oasis.cluster.launcher import Cluster, bring_up
 from oasis.runtime.clients import (
     BULK_FLUSH_EVERY,
     BULK_INDEX_TIMEOUT,
@@ -46,7 +49,28 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=run)
 
 
-def _load_documents(cluster: Cluster, pages: int) -> list[str]:
+TOPICS = ("databases", "python", "web")
+
+
+def cluster_toml(limit: int, deadline_ms: int) -> str:
+    """The benchmark's cluster: directory, broker and one engine per topic (no web, no robots)."""
+    lines = ["[cluster]", f"default_deadline_ms = {deadline_ms}", f"max_concurrent_queries = {limit}", ""]
+    for name in TOPICS:
+        lines += ["[[topic]]", f'name = "{name}"', f'description = "{name}"', f'keywords = ["{name}"]', ""]
+    return "\n".join(lines)
+
+
+def oasis(*args: str) -> str:
+    """Run ``python -m oasis.cli ARGS``; its stdout, or RuntimeError with its stderr."""
+    run = subprocess.run(
+        [sys.executable, "-m", "oasis.cli", *args], capture_output=True, text=True, timeout=300
+    )
+    if run.returncode != 0:
+        raise RuntimeError(f"oasis {' '.join(args)} failed ({run.returncode}): {run.stderr[-2000:]}")
+    return run.stdout
+
+
+def _load_documents(addresses: dict[str, str], pages: int) -> list[str]:
     """Index a synthetic web split by topic into the three engines; return query words per topic."""
     import numpy as np
 
@@ -58,7 +82,7 @@ def _load_documents(cluster: Cluster, pages: int) -> list[str]:
         name = web.topic_names[int(np.argmax([web.relevance_to(k)[i] for k in range(3)]))]
         by_topic[name].append(IndexDocument(url=web.url(i), title=web.title(i), text=web.text(i)))
     for name, docs in by_topic.items():
-        client = EngineClient(cluster.get(name).address)
+        client = EngineClient(addresses[name])
         try:
             client.index(docs, flush_every=BULK_FLUSH_EVERY, timeout=BULK_INDEX_TIMEOUT)
         finally:
@@ -101,22 +125,21 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     levels = [int(x) for x in args.levels.split(",")]
-    topics = tuple(TopicConfig(name=n, description=n, keywords=(n,)) for n in ("databases", "python", "web"))
-    config = ClusterConfig(
-        topics=topics, max_concurrent_queries=args.limit, default_deadline_ms=args.deadline_ms
-    )
     rng = random.Random(5)
     with tempfile.TemporaryDirectory(prefix="oasis-load-") as tmp:
-        cluster = bring_up(config, Path(tmp), robots=False, log_level="WARNING")
+        config, state = Path(tmp) / "cluster.toml", Path(tmp) / "state"
+        config.write_text(cluster_toml(args.limit, args.deadline_ms), encoding="utf-8")
+        oasis("up", "--config", str(config), "--no-robots", "--detach", "--state-dir", str(state))
         try:
-            words = _load_documents(cluster, args.pages)
-            address = cluster.get("broker").address
+            services = json.loads(oasis("status", "--json", "--state-dir", str(state)))["services"]
+            addresses = {s["name"]: s["address"] for s in services}
+            words = _load_documents(addresses, args.pages)
             rows = []
             for clients in tqdm(levels, desc="load levels", file=sys.stderr):
                 queries = [" ".join(rng.sample(words, 2)) for _ in range(args.queries)]
-                rows.append(_one_level(address, clients, queries, args.deadline_ms))
+                rows.append(_one_level(addresses["broker"], clients, queries, args.deadline_ms))
         finally:
-            cluster.down()
+            oasis("down", "--state-dir", str(state))
     print(f"broker over 3 engines, {args.pages} pages, broker limit {args.limit} concurrent queries")
     print(f"{'clients':>8} {'answered':>9} {'qps':>8} {'p50 ms':>8} {'p99 ms':>8}  errors")
     for r in rows:

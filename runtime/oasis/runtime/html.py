@@ -48,8 +48,8 @@ from bs4.element import (
 )
 from lxml import etree
 
+from oasis.runtime.page import Link, Page
 from oasis.runtime.urls import MAX_URL_LENGTH, InvalidURL, canonicalize
-from oasis.web.model import Link, Page
 
 logger = logging.getLogger(__name__)
 

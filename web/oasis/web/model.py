@@ -15,21 +15,9 @@ from urllib.parse import urlsplit
 import numpy as np
 import numpy.typing as npt
 
+from oasis.runtime.page import Link, Page
 
-@dataclass(frozen=True, slots=True)
-class Link:
-    url: str  # canonical absolute URL
-    anchor: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    url: str  # canonical absolute URL
-    title: str
-    text: str
-    links: tuple[Link, ...] = ()
-    relevance: float | None = None  # given by the corpus (graph attribute); else scored by the topic model
-    html: str | None = None  # the original markup, when the corpus has it
+__all__ = ["Corpus", "Link", "Page", "WebGraph"]
 
 
 @dataclass
