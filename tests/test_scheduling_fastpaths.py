@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, make_controller
-from oasis.robot.scheduling.controller import WhittleController, _host
+from oasis.robot.scheduling.controller import WhittleController
+from oasis.robot.scheduling.documents import host_of as _host
 from oasis.robot.scheduling.equations import q_update, q_update_summed
 from oasis.robot.scheduling.state import DiscoveryContext, GeneralisingState
 
