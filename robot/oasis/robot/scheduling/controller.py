@@ -535,7 +535,7 @@ class WhittleController(_Controller):
         groups = self.groups
         gid = groups.add(doc, state)
         if groups.live[gid] == 1:
-            self.queue.push(gid, self.learning.index(state))
+            self.queue.push(gid, self.learning.q.index(state))
         if self._explore:
             self._fringe_pos[doc] = len(self._fringe_arr)
             self._fringe_arr.append(doc)
@@ -562,9 +562,7 @@ class WhittleController(_Controller):
         if state == old:
             if tie > self._tie[doc]:  # a second, better entry in the same host heap; the old one is skipped
                 self._tie[doc] = tie  # once the document has left the fringe
-                gid = self.groups.group(state)
-                assert gid is not None
-                self.groups.push_entry(gid, doc, tie)
+                self.groups.add(doc, state, new=False)
             return
         self._taken(doc)  # leave the old group (its heap entry goes stale: the state no longer matches)
         self._tie[doc] = tie
@@ -580,7 +578,7 @@ class WhittleController(_Controller):
         """Bookkeeping when a fringe document leaves the fringe (popped, or reported directly)."""
         state = self._states[doc]
         assert state is not None
-        gid = self.groups.group(state)
+        gid = self.groups.ids.get(state)
         assert gid is not None
         if self.groups.leave(gid):
             self.queue.discard(gid)
@@ -617,7 +615,7 @@ class WhittleController(_Controller):
             if groups.leave(gid):
                 queue.drop_top()
             else:  # back in the queue, behind the groups of equal index
-                queue.requeue_top(self.learning.index(groups.state[gid]))
+                queue.requeue_top(self.learning.q.index(groups.state[gid]))
             if self._explore:
                 self._explore_drop(picked)
             found = picked
@@ -627,15 +625,16 @@ class WhittleController(_Controller):
         return found
 
     def _rekey_state(self, state: str) -> None:
-        gid = self.groups.group(state)
+        gid = self.groups.ids.get(state)
         if gid is not None and self.groups.live[gid] > 0:
             self.queue.push(gid, self.learning.index(state))
 
     def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
         q_next = self.learning.q.value(RETRIEVED_STATE) if self.recrawl_index is not None else 0.0
+        groups = self.groups
         for state, v in self.learning.learn(doc, was_fringe, g, children, q_next):
-            gid = self.groups.group(state)
-            if gid is not None and self.groups.live[gid] > 0:
+            gid = groups.ids.get(state)
+            if gid is not None and groups.live[gid] > 0:
                 self.queue.push(gid, v)  # Eq. 9: re-key the state's group
 
     # -- Q-table persistence ---------------------------------------------------------------------------

@@ -113,44 +113,35 @@ class StateGroups:
     A document's current state is ``states[doc]`` (a table column); a host heap entry is stale once its
     document has left the fringe or changed state, and is skipped when it surfaces."""
 
-    __slots__ = ("_gid", "_hosts", "_states", "_status", "_table", "_tie", "live", "size", "state")
+    __slots__ = ("_hosts", "_states", "_status", "_table", "_tie", "ids", "live", "size", "state")
 
     def __init__(self, table: DocumentTable, states: list[str | None], tie: array[Any]) -> None:
         self._table = table
         self._status = table.status
         self._states = states
         self._tie = tie
-        self._gid: dict[str, int] = {}
+        self.ids: dict[str, int] = {}  # state -> group
         self.state: list[str] = []  # group -> its state
         self.live: list[int] = []  # group -> fringe documents in it
         # per group: host -> heap of (-tie-break key, seq, doc); dict order is the round-robin order of hosts
         self._hosts: list[OrderedDict[int, list[tuple[float, int, int]]]] = []
         self.size = 0  # fringe documents in all groups
 
-    def group(self, state: str) -> int | None:
-        return self._gid.get(state)
-
     def states(self) -> list[str]:
-        return list(self._gid)
+        return list(self.ids)
 
-    def add(self, doc: int, state: str) -> int:
-        """Put fringe document ``doc`` (``states[doc] == state``) in its group; returns the group. The
-        caller queues the group when it was empty before (``live[group] == 1``)."""
-        gid = self._gid.get(state)
+    def add(self, doc: int, state: str, new: bool = True) -> int:
+        """Put fringe document ``doc`` (``states[doc] == state``) in its group with its tie-break key; returns
+        the group. The caller queues the group when it was empty before (``live[group] == 1``). ``new=False``:
+        a second, better entry of a document already in the group (the old one is skipped once the document
+        is gone)."""
+        gid = self.ids.get(state)
         if gid is None:
             gid = len(self.state)
-            self._gid[state] = gid
+            self.ids[state] = gid
             self.state.append(state)
             self.live.append(0)
             self._hosts.append(OrderedDict())  # O(1) rotation to the back however many hosts it has
-        self.push_entry(gid, doc, self._tie[doc])
-        self.live[gid] += 1
-        self.size += 1
-        return gid
-
-    def push_entry(self, gid: int, doc: int, tie: float) -> None:
-        """A heap entry for ``doc`` in its host's heap of group ``gid`` (a second, better entry of a
-        document already there leaves the old one to be skipped once the document is gone)."""
         table = self._table
         h = table.host_id[doc]
         hosts = self._hosts[gid]
@@ -159,7 +150,11 @@ class StateGroups:
             heap = []
             hosts[h] = heap
         table.seq += 1
-        heapq.heappush(heap, (-tie, table.seq, doc))
+        heapq.heappush(heap, (-self._tie[doc], table.seq, doc))
+        if new:
+            self.live[gid] += 1
+            self.size += 1
+        return gid
 
     def leave(self, gid: int) -> bool:
         """One document left group ``gid``; True when the group became empty (the caller unqueues it)."""
@@ -176,33 +171,28 @@ class StateGroups:
         group's hosts: a host that served moves to the end); None if every host with work is blocked. The
         caller calls :meth:`leave` for the returned document."""
         hosts = self._hosts[gid]
-        if host_ready is None:  # the same walk as below, without copying the group's host list
-            while hosts:
-                h = next(iter(hosts))
-                doc = self._pop_live(gid, h)
-                if doc is not None:
-                    return doc
-            return None
-        for h in list(hosts):
-            if host_ready(h):
-                doc = self._pop_live(gid, h)
-                if doc is not None:
-                    return doc
-        return None
-
-    def _pop_live(self, gid: int, h: int) -> int | None:
-        """Pop host ``h``'s best fringe document of group ``gid``; the host moves to the end of the group's
-        round robin, or leaves it when only stale entries were left."""
-        hosts = self._hosts[gid]
-        heap = hosts.pop(h)
         status, states, want = self._status, self._states, self.state[gid]
-        while heap:
-            doc = heapq.heappop(heap)[2]
-            if status[doc] == FRINGE and states[doc] == want:
-                if heap:
-                    hosts[h] = heap
-                return doc
-        return None
+        # without host_ready, always the first host (no copy of the group's host list)
+        order = None if host_ready is None else iter(list(hosts))
+        while True:
+            if order is None:
+                if not hosts:
+                    return None
+                h = next(iter(hosts))
+            else:
+                h = next(order, -1)
+                if h < 0:
+                    return None
+                if not host_ready(h):  # type: ignore[misc]
+                    continue
+            heap = hosts.pop(h)
+            while heap:
+                doc = heapq.heappop(heap)[2]
+                if status[doc] == FRINGE and states[doc] == want:
+                    if heap:
+                        hosts[h] = heap
+                    return doc
+            # only stale entries were left for this host: it stays out of the dict
 
     def docs(self, gid: int) -> list[int]:
         """The fringe documents of group ``gid``, host by host in heap order (a re-stated document may have

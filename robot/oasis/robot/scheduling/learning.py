@@ -58,6 +58,10 @@ class WhittleLearning:
         # hybrid: per document, the generalising key beside the queue key
         self.aux: list[str | None] = table.list_column() if self.hybrid else []
         self.link_state = self._link_state_function()
+        # the generalising key without a context object (generalising and hybrid states), else None
+        self._gen_key: Callable[[float, float, int], str] | None = None
+        if isinstance(self.extract, GeneralisingState) and not self.extract.use_host:
+            self._gen_key = self.extract.keyer()
 
     def _link_state_function(self) -> LinkState:
         """``state(doc, url, parent_url, parent_rel, anchor_rel, depth)``: ``self.extract`` of a discovered
@@ -103,6 +107,8 @@ class WhittleLearning:
             table = self._table
             host = table.hosts[table.host_id[doc]]
             state = self.extract(DiscoveryContext(url, None, parent_rel, anchor_rel, depth, host))
+        elif self._gen_key is not None:  # link_state of the generalising states, one call shorter
+            state = self._gen_key(parent_rel, anchor_rel, depth)
         else:
             state = self.link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
         q = self.q
@@ -111,7 +117,7 @@ class WhittleLearning:
             own = "u:" + url
             if own in q:
                 state = own  # the URL's own learned entry; else the generalising one (also aux: seeded once)
-        if self.prior and state not in q:
+        if self.prior:  # (seed is a no-op for a known state)
             p = parent_rel if parent_url is not None else 1.0
             q.seed(state, self.config.gamma * p, p)
         self.states[doc] = state
@@ -156,10 +162,11 @@ class WhittleLearning:
             # learn the URL's own entry and the generalising one from the same sample
             own, aux = "u:" + self._table.urls[doc], self.aux[doc]
             xs = (own,) if aux is None or aux == own else (own, aux)
-        alpha, gamma = cfg.alpha, cfg.gamma
-        passive = cfg.alpha_passive if was_fringe else None
-        changed = [(x, q.learn(x, g, q_next, bonus, alpha, gamma, passive)) for x in xs]
-        return changed if was_fringe else []
+        if not was_fringe:
+            q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma)
+            return []
+        indices = q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma, cfg.alpha_passive)
+        return [(xs[0], indices[0])] if len(xs) == 1 else list(zip(xs, indices, strict=True))
 
     # -- Q-table persistence ---------------------------------------------------------------------------
 

@@ -70,28 +70,32 @@ class QTable:
 
     def learn(
         self,
-        state: str,
+        states: Iterable[str],
         g: float,
         q_next: float,
         bonus: float,
         alpha: float,
         gamma: float,
         alpha_passive: float | None = None,
-    ) -> float:
-        """Eq. 10 (papers/004) for the active control of ``state`` (one more visit): reward ``g``, next value
-        ``q_next`` and the children's summed values ``bonus``; then, when ``alpha_passive`` is given, for
-        its passive control (reward 0, same state, next control active). Returns the new Whittle index
-        (Eq. 9). Parameters are not checked (see :func:`~oasis.robot.scheduling.equations.q_update`)."""
-        row = self._q.get(state)
-        if row is None:
-            row = self._q[state] = [self.q_init, self.q_init, 0.0]  # as set()
-        # Eq. 10, active control, with the child-discovery bonus
-        row[1] = q_update_summed(row[1], g, q_next, bonus, alpha, gamma)
-        row[2] += 1.0
-        if alpha_passive is not None:
-            # Eq. 10, passive control: reward 0, same state, next control active
-            row[0] = q_update_summed(row[0], 0.0, row[1], 0.0, alpha_passive, gamma)
-        return whittle_index(row[1], row[0])
+    ) -> list[float]:
+        """Eq. 10 (papers/004) for the active control of each of ``states`` (one more visit each): reward
+        ``g``, next value ``q_next`` and the children's summed values ``bonus``; then, when ``alpha_passive``
+        is given, for its passive control (reward 0, same state, next control active). Returns the new
+        Whittle indices (Eq. 9). Parameters are not checked (see
+        :func:`~oasis.robot.scheduling.equations.q_update`)."""
+        out: list[float] = []
+        for state in states:
+            row = self._q.get(state)
+            if row is None:
+                row = self._q[state] = [self.q_init, self.q_init, 0.0]  # as set()
+            # Eq. 10, active control, with the child-discovery bonus
+            row[1] = q_update_summed(row[1], g, q_next, bonus, alpha, gamma)
+            row[2] += 1.0
+            if alpha_passive is not None:
+                # Eq. 10, passive control: reward 0, same state, next control active
+                row[0] = q_update_summed(row[0], 0.0, row[1], 0.0, alpha_passive, gamma)
+            out.append(whittle_index(row[1], row[0]))
+        return out
 
     def seed(self, state: str, q_passive: float, q_active: float) -> None:
         """Initial values for a state the table does not know yet (a prior); no-op for known states."""
