@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from oasis.robot import fetcher as f
-from oasis.robot.processor import DELETED, ERROR, MODIFIED, NEW, UNCHANGED, ResponseProcessor
+from oasis.robot.processor import ResponseProcessor
+from oasis.robot.scheduling import DELETED, ERROR, MODIFIED, NEW, UNCHANGED
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
 BASE = "http://fuzz.test/a/"

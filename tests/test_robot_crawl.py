@@ -4,6 +4,7 @@ controller. Politeness and robots.txt are checked from the servers' own access l
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from oasis.robot import fetcher as f
 from oasis.robot.config import RobotConfig
 from oasis.robot.crawler import Crawler
 from oasis.robot.engine_client import connect_engine
-from oasis.robot.scheduling import make_controller
+from oasis.robot.scheduling import Discovered, FetchOutcome, make_controller
 from oasis.runtime.clients import EngineClient
 from oasis.v1 import engine_pb2, engine_pb2_grpc
 
@@ -246,3 +247,40 @@ def test_recrawl_detects_modifications_and_updates_the_engine(engine: LocalEngin
         assert search(engine, "edition0") == []  # the first edition was replaced
     finally:
         web.stop()
+
+
+def test_recall_estimate_comes_from_the_controller_and_old_estimates_are_ignored(
+    engine: LocalEngine, tmp_path: Path
+) -> None:
+    """status().recall_estimate is fetched relevance / (fetched + the controller's fringe_relevance());
+    checkpoints no longer carry the crawler's own "estimates", and an old checkpoint's are ignored."""
+    ctl = make_controller("whittle", rng=random.Random(1))
+    ctl.add_seeds(["http://a.test/"])
+    (url,) = ctl.next_batch(1, 0.0)
+    ctl.report(
+        FetchOutcome(url, "new", 0.5, [Discovered("http://a.test/x"), Discovered("http://a.test/y")]), 0.0
+    )
+    assert ctl.fringe_relevance() == pytest.approx(1.0)  # two documents, each estimated at its parent's 0.5
+    old = {
+        "version": 1,
+        "name": "robot",
+        "controller": ctl.state_dict(),
+        "known": {},
+        "estimates": {"http://a.test/x": 0.5, "http://a.test/y": 0.5, "http://stale.test/": 7.0},
+        "counters": {"pages_fetched": 1, "pages_ok": 1, "relevance_sum": 0.5, "errors": {}},
+    }
+    crawler, client = make_crawler(engine, tmp_path)
+    try:
+        assert crawler.checkpoint_path is not None
+        crawler.checkpoint_path.parent.mkdir(parents=True)
+        crawler.checkpoint_path.write_text(json.dumps(old), encoding="utf-8")
+        assert crawler.resume()
+        status = crawler.status()
+        assert status.frontier_size == 2
+        assert status.recall_estimate == pytest.approx(0.5 / (0.5 + 1.0))
+        assert crawler.checkpoint()
+        written = json.loads(crawler.checkpoint_path.read_text(encoding="utf-8"))
+        assert "estimates" not in written
+        assert [d[:2] for d in written["controller"]["docs"]] == [d[:2] for d in old["controller"]["docs"]]
+    finally:
+        client.close()

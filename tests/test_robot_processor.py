@@ -9,7 +9,8 @@ from robot_testweb import TOPIC
 
 from oasis.engine.relevance import RelevanceModel
 from oasis.robot import fetcher as f
-from oasis.robot.processor import DELETED, ERROR, MODIFIED, NEW, UNCHANGED, ResponseProcessor
+from oasis.robot.processor import ResponseProcessor
+from oasis.robot.scheduling import DELETED, ERROR, MODIFIED, NEW, UNCHANGED
 
 MODEL = RelevanceModel.fit_corpus(TOPIC, ["sql query database", "cooking recipes", "gardening tips"])
 BASE = "http://site.test/docs/"

@@ -333,3 +333,41 @@ def test_rediscovery_keeps_the_paper_state_and_hybrid_url_entries() -> None:
     assert ctl.index_of(C) == pytest.approx(0.1)  # its own entry, not the 0.9 prior
     assert ctl.index_of(E) == pytest.approx(0.45)
     assert ctl.next_batch(5, 2.0) == [E, C]
+
+
+@pytest.mark.parametrize(
+    ("policy", "state"),
+    [("whittle", "generalising"), ("whittle", "parent"), ("greedy-parent", ""), ("bfs", "")],
+)
+def test_fringe_relevance_is_the_sum_over_unfetched_documents(policy: str, state: str) -> None:
+    """fringe_relevance() (kept incrementally) equals the sum of the discovering parents' relevance over the
+    documents located and not yet retrieved (queued or in flight), through rediscoveries that raise it,
+    defers, errors, deletions, unknown reports and a checkpoint round trip."""
+    cfg = ControllerConfig(state=state) if state else ControllerConfig()
+    make = lambda: make_controller(policy, rng=random.Random(3), config=cfg)  # noqa: E731
+    ctl = make()
+    rng = random.Random(4)
+    ctl.add_seeds([f"http://h{i}/0" for i in range(3)])
+
+    def brute() -> float:
+        docs = ctl.docs
+        return sum(docs.parent_rel[d] for d, u in enumerate(docs.urls) if ctl.status(u) == "fringe")
+
+    for step in range(300):
+        for url in ctl.next_batch(2, float(step)):
+            if rng.random() < 0.1:
+                ctl.defer(url)
+                continue
+            kind = rng.choice(["new", "new", "new", "deleted", "error"])
+            found = [Discovered(f"http://h{rng.randrange(5)}/{rng.randrange(400)}") for _ in range(3)]
+            ctl.report(FetchOutcome(url, kind, rng.random(), found), float(step))  # type: ignore[arg-type]
+        if step % 40 == 0:
+            unasked = FetchOutcome(f"http://elsewhere/{step}", "new", 0.5, links("http://h9/x"))
+            ctl.report(unasked, float(step))  # a redirect target the controller never handed out
+        assert ctl.fringe_relevance() == pytest.approx(brute(), abs=1e-9)
+        if step == 150:
+            again = make()
+            again.load_state(json.loads(json.dumps(ctl.state_dict())))
+            assert again.fringe_relevance() == pytest.approx(ctl.fringe_relevance(), abs=1e-9)
+            ctl = again
+    assert brute() > 0

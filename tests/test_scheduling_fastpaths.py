@@ -8,9 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, make_controller
-from oasis.robot.scheduling.controller import WhittleController, _host
+from oasis.robot.scheduling.controller import WhittleController
+from oasis.robot.scheduling.documents import FRINGE, DocumentTable, host_of
 from oasis.robot.scheduling.equations import q_update, q_update_summed
-from oasis.robot.scheduling.state import DiscoveryContext, GeneralisingState
+from oasis.robot.scheduling.groups import GroupQueue
+from oasis.robot.scheduling.learning import WhittleLearning
+from oasis.robot.scheduling.state import STATE_NAMES, DiscoveryContext, GeneralisingState
 
 relevance = st.one_of(
     st.floats(min_value=-0.5, max_value=1.5, allow_nan=False),
@@ -53,8 +56,8 @@ def _host_reference(url: str) -> str:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="htp:/?#.ab1@[]", max_size=30))
 def test_host_split_equals_the_reference(url: str) -> None:
-    assert _host(url) == _host_reference(url)
-    assert _host("http://a.b:8080/x?y#z") == "a.b:8080"
+    assert host_of(url) == _host_reference(url)
+    assert host_of("http://a.b:8080/x?y#z") == "a.b:8080"
 
 
 @settings(max_examples=200, deadline=None)
@@ -92,3 +95,63 @@ def test_group_order_ties_fifo_and_unchanged_rekey_keeps_place() -> None:
     ctl.q.set("p:http://s/c", 1, 1.0)
     ctl._rekey_state("p:http://s/c")
     assert ctl.next_batch(2, 1.0) == ["http://s/c/kid", "http://s/b/kid"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    state=st.sampled_from(STATE_NAMES),
+    pr=relevance,
+    ar=relevance,
+    depth=st.integers(min_value=0, max_value=12),
+    parent=st.sampled_from(["http://a/p", "http://b:81/q?x", "http://a/p2"]),
+    url=st.sampled_from(["http://a/x", "http://c/y#z", "http://b:81/w"]),
+)
+def test_link_state_equals_the_extractor(
+    state: str, pr: float, ar: float, depth: int, parent: str, url: str
+) -> None:
+    """The per-link state function (no context object) gives what the configured extractor gives."""
+    docs = DocumentTable()
+    learning = WhittleLearning(ControllerConfig(state=state), docs, None)
+    doc = docs.add(url, pr, depth, FRINGE)
+    ctx = DiscoveryContext(url, parent, pr, ar, depth, host_of(url))
+    assert learning.link_state(doc, url, parent, pr, ar, depth) == learning.extract(ctx)
+    # twice in a row (the parent state caches the last key string)
+    assert learning.link_state(doc, url, parent, pr, ar, depth) == learning.extract(ctx)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("pdtx"), st.integers(0, 7), st.sampled_from([0.0, 0.5, 1.0, 2.0]))))
+def test_group_queue_against_a_model(ops: list[tuple[str, int, float]]) -> None:
+    """GroupQueue pops by key, ties FIFO; an unchanged re-key keeps the place; requeue_top goes behind."""
+    queue = GroupQueue()
+    model: dict[int, tuple[float, int]] = {}  # item -> (key, seq)
+    seq = 0
+
+    def best() -> int | None:
+        return min(model, key=lambda i: (-model[i][0], model[i][1])) if model else None
+
+    for op, item, key in ops:
+        if op == "p":
+            queue.push(item, key)
+            if item not in model or model[item][0] != key:
+                seq += 1
+                model[item] = (key, seq)
+        elif op == "d":
+            queue.discard(item)
+            model.pop(item, None)
+        elif op == "t":  # serve the best item and queue it again behind its equals
+            top = queue.top()
+            assert top == best()
+            if top is not None:
+                queue.requeue_top(key)
+                seq += 1
+                model[top] = (key, seq)
+        else:
+            top = queue.top()
+            assert top == best()
+            if top is not None:
+                queue.drop_top()
+                del model[top]
+        assert len(queue) == len(model)
+        assert queue.ordered() == sorted(model, key=lambda i: (-model[i][0], model[i][1]))
+        assert queue.peek_key() == (model[best()][0] if model else None)  # type: ignore[index]

@@ -25,7 +25,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from oasis.robot.scheduling.controller import ControllerConfig, Discovered, FetchOutcome, make_controller
+from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, make_controller
 
 POLICIES = ("whittle:generalising", "whittle:parent", "whittle:hybrid", "greedy-parent", "bfs")
 

@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from oasis.replay.metrics import freshness_from_sums, performance, quality, recall_from_sums
+from oasis.robot.scheduling import FetchKind
 from oasis.robot.scheduling.controller import Discovered, FetchOutcome, RequestController
-from oasis.robot.scheduling.equations import FetchKind
 from oasis.web.model import WebGraph
 from oasis.web.synthetic import reachable_mask
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import queue
 import threading
 import time
@@ -38,7 +37,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 from oasis.robot import fetcher as f
@@ -47,6 +46,7 @@ from oasis.robot.engine_port import EngineLike, IndexDoc, RobotEngineError
 from oasis.robot.fetcher_controller import FetcherController, FetcherControllerConfig
 from oasis.robot.politeness import Politeness
 from oasis.robot.processor import Known, Processed, ResponseProcessor
+from oasis.robot.scheduling import FetchOutcome, RequestController
 from oasis.runtime.files import write_json_atomic
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
@@ -58,49 +58,6 @@ MAX_THROTTLE_RETRIES = 3  # 429 / 503 answers for one URL before it is given up
 ROBOTS_IN_FLIGHT = 2  # robots.txt requests in flight, on top of page requests
 
 IDLE, RUNNING, STOPPING, STOPPED, DONE = "idle", "running", "stopping", "stopped", "done"
-
-
-class RequestControllerLike(Protocol):
-    """The request controller of robot/scheduling (owned by the scheduling engineer)."""
-
-    def add_seeds(self, urls: Iterable[str]) -> Any: ...
-
-    def next_batch(
-        self, m: int, now: float, host_ready: Callable[[str], bool] | None = None
-    ) -> list[str]: ...
-
-    def defer(self, url: str) -> None: ...
-
-    def report(self, outcome: Any, now: float) -> Any: ...
-
-    def state_dict(self) -> dict[str, Any]: ...
-
-    def load_state(self, state: dict[str, Any]) -> Any: ...
-
-    def save_q(self, path: str | os.PathLike[str]) -> None: ...
-
-    def load_q(self, path: str | os.PathLike[str]) -> None: ...
-
-
-OutcomeFactory = Callable[[Processed], Any]
-
-
-def default_outcome_factory() -> OutcomeFactory:
-    """Build the scheduling package's FetchOutcome from a processed response."""
-    from oasis.robot.scheduling import Discovered, FetchOutcome
-
-    def make(p: Processed) -> Any:
-        links = [Discovered(c.url, c.anchor, c.anchor_relevance) for c in p.children]
-        return FetchOutcome(p.url, cast(Any, p.kind), p.relevance, links=links)
-
-    return make
-
-
-def _size(controller: Any, name: str) -> int:
-    attr = getattr(controller, name, None)
-    if attr is None:
-        return 0
-    return int(attr() if callable(attr) else attr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,11 +92,10 @@ class Crawler:
     def __init__(
         self,
         config: RobotConfig,
-        controller: RequestControllerLike,
+        controller: RequestController,
         engine: EngineLike,
         *,
         fetcher: f.Fetcher | None = None,
-        outcome_factory: OutcomeFactory | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -150,7 +106,6 @@ class Crawler:
         self._wall = wall
         self._fetcher = fetcher if fetcher is not None else f.Fetcher(config, clock=clock)
         self._own_fetcher = fetcher is None
-        self._make_outcome = outcome_factory if outcome_factory is not None else default_outcome_factory()
         self.politeness = Politeness(config)
         self.fc = FetcherController(
             FetcherControllerConfig(
@@ -199,8 +154,6 @@ class Crawler:
             Counter()
         )  # outcomes reported: new / modified / unchanged / deleted / error
         self.checkpoints = 0
-        self._estimates: dict[str, float] = {}  # discovered, not yet fetched URL -> estimated r (parent's)
-        self._estimate_sum = 0.0
         self._scheme: dict[str, str] = {}  # host -> scheme, for the robots.txt URL
         self._refused_hosts: set[str] = set()  # hosts resolving to private addresses (refuse_private)
         self._last_engine_error = ""
@@ -342,13 +295,13 @@ class Crawler:
         with self._lock:
             elapsed = self._clock() - self._started_at if self._started_at is not None else 0.0
             fetched_r = self.relevance_sum
-            denom = fetched_r + self._estimate_sum
+            denom = fetched_r + self.controller.fringe_relevance()
             return CrawlStatus(
                 state=self.state,
                 pages_fetched=self.pages_fetched,
                 pages_indexed=self.pages_indexed,
-                frontier_size=_size(self.controller, "frontier_size"),
-                recrawl_size=_size(self.controller, "recrawl_size"),
+                frontier_size=self.controller.frontier_size(),
+                recrawl_size=self.controller.recrawl_size(),
                 in_flight=self._in_flight_pages + self._in_flight_robots,
                 concurrency=self.fc.last_target,
                 response_queue=len(self._responses),
@@ -413,10 +366,10 @@ class Crawler:
             return True
         if self.politeness.robots_due(now) or self.politeness.next_wakeup(now) is not None:
             return False
-        if getattr(self.controller, "recrawl_index", None) is not None:
+        if self.controller.recrawling():
             return False  # re-crawling: retrieved pages come due again as they age; run until stopped
         # nothing will become ready by waiting: done when the controller has nothing (ready) to hand out
-        return _size(self.controller, "frontier_size") == 0 or self._starved
+        return self.controller.frontier_size() == 0 or self._starved
 
     def _on_arrival(self, task: _Task, res: f.FetchResult) -> None:
         throttled = res.kind == f.TOO_MANY_REQUESTS
@@ -576,14 +529,8 @@ class Crawler:
         for c in p.children:
             if p.error == f.REDIRECT:
                 self._redirect_depth[c.url] = depth + 1
-            if c.url not in self.processor.known and c.url not in self._estimates:
-                self._estimates[c.url] = p.relevance
-                self._estimate_sum += p.relevance
             self._note_host(c.url)
-        old = self._estimates.pop(p.url, None)
-        if old is not None:
-            self._estimate_sum -= old
-        self.controller.report(self._make_outcome(p), now)
+        self.controller.report(FetchOutcome(p.url, p.kind, p.relevance, p.children), now)
         if p.seed is not None:  # a redirect of a page we had indexed: its target is a new root
             self.controller.add_seeds([p.seed])
         self._since_checkpoint += 1
@@ -672,7 +619,6 @@ class Crawler:
                 "written": self._wall(),
                 "controller": self.controller.state_dict(),
                 "known": {u: [k.hash, k.relevance] for u, k in self.processor.known.items()},
-                "estimates": dict(self._estimates),
                 "redirect_depth": dict(self._redirect_depth),
                 "schemes": dict(self._scheme),
                 "counters": {
@@ -726,8 +672,6 @@ class Crawler:
         with self._lock:
             self.controller.load_state(state["controller"])
             self.processor.known = {u: Known(h, float(r)) for u, (h, r) in state.get("known", {}).items()}
-            self._estimates = {u: float(r) for u, r in state.get("estimates", {}).items()}
-            self._estimate_sum = sum(self._estimates.values())
             self._redirect_depth = {u: int(d) for u, d in state.get("redirect_depth", {}).items()}
             for host, scheme in state.get("schemes", {}).items():
                 self._scheme[host] = scheme

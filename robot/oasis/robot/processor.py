@@ -17,29 +17,22 @@ from dataclasses import dataclass
 
 from oasis.robot import fetcher as f
 from oasis.robot.engine_port import IndexDoc
+from oasis.robot.scheduling.interface import DELETED, ERROR, MODIFIED, NEW, UNCHANGED, Discovered, FetchKind
 from oasis.runtime.html import parse_html
 
 logger = logging.getLogger(__name__)
 
 MAX_LINKS_PER_PAGE = 1000  # link farms / traps: the rest of a page's links are ignored
-NEW, MODIFIED, UNCHANGED, DELETED, ERROR = "new", "modified", "unchanged", "deleted", "error"
 
 Scorer = Callable[[Sequence[tuple[str, str]]], list[float]]
 
 
 @dataclass(frozen=True, slots=True)
-class Child:
-    url: str
-    anchor: str
-    anchor_relevance: float
-
-
-@dataclass(frozen=True, slots=True)
 class Processed:
     url: str
-    kind: str  # new | modified | unchanged | deleted | error
+    kind: FetchKind
     relevance: float
-    children: tuple[Child, ...] = ()
+    children: tuple[Discovered, ...] = ()  # the links (a redirect's target), for the request controller
     op: IndexDoc | None = None  # what to send to the engine, if anything
     error: str | None = None  # the fetch / processing error kind (for the error counters)
     content_hash: str | None = None
@@ -105,7 +98,7 @@ class ResponseProcessor:
                 title, text, links, noindex = parsed[i]
                 r = _clip(scores[page_idx[i]])
                 children = tuple(
-                    Child(url, anchor, _clip(scores[anchor_slot[anchor]]) if anchor else 0.0)
+                    Discovered(url, anchor, _clip(scores[anchor_slot[anchor]]) if anchor else 0.0)
                     for url, anchor in links
                 )
                 out.append(self._page(res.url, title, text, r, children, noindex, fetch_time))
@@ -119,12 +112,13 @@ class ResponseProcessor:
         title: str,
         text: str,
         r: float,
-        children: tuple[Child, ...],
+        children: tuple[Discovered, ...],
         noindex: bool,
         fetch_time: float,
     ) -> Processed:
         digest = content_hash(title, text)
         before = self.known.get(url)
+        kind: FetchKind
         if before is None:
             kind = NEW
         elif before.hash == digest:
@@ -151,7 +145,7 @@ class ResponseProcessor:
                 return Processed(
                     res.url, DELETED, before.relevance, (), op, f.REDIRECT, seed=target if follow else None
                 )
-            children = (Child(target, "", 0.0),) if follow else ()
+            children = (Discovered(target),) if follow else ()
             return Processed(res.url, NEW, 0.0, children, None, f.REDIRECT)
         if res.kind == f.NOT_FOUND:
             before = self.known.pop(res.url, None)

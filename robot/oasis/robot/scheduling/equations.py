@@ -12,10 +12,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
 
-FetchKind = Literal["new", "modified", "unchanged", "deleted", "error"]
-FETCH_KINDS: tuple[str, ...] = ("new", "modified", "unchanged", "deleted", "error")
+from oasis.robot.scheduling.interface import FETCH_KINDS
 
 
 def whittle_index(q_active: float, q_passive: float) -> float:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from oasis.robot.scheduling.equations import whittle_index
+from oasis.robot.scheduling.equations import q_update_summed, whittle_index
 
 FORMAT = "oasis-qtable/1"
 
@@ -57,10 +58,44 @@ class QTable:
         if u:
             row[2] += 1.0
 
-    def rows(self) -> dict[str, list[float]]:
-        """The live table, ``state -> [Q(x,0), Q(x,1), visits]``, for the controller's hot path (a missing
-        state reads as ``q_init``; :meth:`set` creates ``[q_init, q_init, 0.0]``). Mutate with care."""
-        return self._q
+    def value_sum(self, states: Iterable[str]) -> float:
+        """``sum_x max_u Q(x, u)`` over ``states``, added in order from 0.0 (Eq. 10's child-discovery bonus,
+        the same bits as ``q_update`` summing the values)."""
+        q, q_init = self._q, self.q_init
+        total = 0.0
+        for state in states:
+            row = q.get(state)
+            total += q_init if row is None else max(row[0], row[1])
+        return total
+
+    def learn(
+        self,
+        states: Iterable[str],
+        g: float,
+        q_next: float,
+        bonus: float,
+        alpha: float,
+        gamma: float,
+        alpha_passive: float | None = None,
+    ) -> list[float]:
+        """Eq. 10 (papers/004) for the active control of each of ``states`` (one more visit each): reward
+        ``g``, next value ``q_next`` and the children's summed values ``bonus``; then, when ``alpha_passive``
+        is given, for its passive control (reward 0, same state, next control active). Returns the new
+        Whittle indices (Eq. 9). Parameters are not checked (see
+        :func:`~oasis.robot.scheduling.equations.q_update`)."""
+        out: list[float] = []
+        for state in states:
+            row = self._q.get(state)
+            if row is None:
+                row = self._q[state] = [self.q_init, self.q_init, 0.0]  # as set()
+            # Eq. 10, active control, with the child-discovery bonus
+            row[1] = q_update_summed(row[1], g, q_next, bonus, alpha, gamma)
+            row[2] += 1.0
+            if alpha_passive is not None:
+                # Eq. 10, passive control: reward 0, same state, next control active
+                row[0] = q_update_summed(row[0], 0.0, row[1], 0.0, alpha_passive, gamma)
+            out.append(whittle_index(row[1], row[0]))
+        return out
 
     def seed(self, state: str, q_passive: float, q_active: float) -> None:
         """Initial values for a state the table does not know yet (a prior); no-op for known states."""

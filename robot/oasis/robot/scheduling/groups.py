@@ -1,0 +1,202 @@
+"""The Whittle controller's fringe, grouped by local state (papers/004: every fringe arm in one state shares
+the index v(x) of Eq. 9).
+
+* :class:`GroupQueue` -- the priority queue over groups: a lazy max-heap of ``(-v, seq, group)`` with, per
+  group, the seq and v of its valid entry (seq 0: not queued). Ties go to the earliest queued group (FIFO);
+  re-queueing a group with an unchanged v keeps its place. The same order as a
+  :class:`~oasis.robot.scheduling.frontier.Frontier` on one host, without its per-host layer and dicts.
+* :class:`StateGroups` -- the documents of each group: one heap per host, ordered by a tie-break key
+  (parent relevance + anchor relevance, then queue order), served round robin over the group's hosts.
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from oasis.robot.scheduling.documents import FRINGE, DocumentTable
+
+HostReady = Callable[[int], bool]
+
+
+class GroupQueue:
+    """Indexed lazy max-priority queue of small-int items (groups)."""
+
+    __slots__ = ("_heap", "_hseq", "_key", "_live", "_seq")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, int]] = []
+        self._seq = array("q")  # item -> seq of its valid entry (0: not queued)
+        self._key = array("d")  # item -> priority of its valid entry
+        self._hseq = 0
+        self._live = 0  # queued items
+
+    def __len__(self) -> int:
+        return self._live
+
+    def __contains__(self, item: int) -> bool:
+        return item < len(self._seq) and self._seq[item] != 0
+
+    def push(self, item: int, key: float) -> None:
+        """Queue ``item`` with priority ``key`` (or re-key it; an unchanged key keeps its place)."""
+        seqs = self._seq
+        while item >= len(seqs):
+            seqs.append(0)
+            self._key.append(0.0)
+        old = seqs[item]
+        if old:
+            if self._key[item] == key:
+                return
+        else:
+            self._live += 1
+        self._hseq += 1
+        seq = self._hseq
+        seqs[item] = seq
+        self._key[item] = key
+        heap = self._heap
+        heapq.heappush(heap, (-key, seq, item))
+        if len(heap) > 2 * self._live + 1024:  # mostly stale entries: drop them (in place, O(heap))
+            heap[:] = [e for e in heap if seqs[e[2]] == e[1]]
+            heapq.heapify(heap)
+
+    def discard(self, item: int) -> None:
+        """Forget ``item`` (its heap entry goes stale)."""
+        if item < len(self._seq) and self._seq[item]:
+            self._seq[item] = 0
+            self._live -= 1
+
+    def top(self) -> int | None:
+        """The best queued item (still queued), dropping stale entries above it."""
+        heap, seqs = self._heap, self._seq
+        while heap:
+            _, seq, item = heap[0]
+            if seqs[item] == seq:
+                return item
+            heapq.heappop(heap)
+        return None
+
+    def peek_key(self) -> float | None:
+        """The priority of the best queued item."""
+        item = self.top()
+        return None if item is None else self._key[item]
+
+    def requeue_top(self, key: float) -> None:
+        """Give the item of the heap's top entry a fresh entry with ``key``, behind any equal keys (one sift:
+        the entry is replaced in place). The top entry must be the one :meth:`top` returned; the item may
+        have been discarded meanwhile."""
+        heap = self._heap
+        item = heap[0][2]
+        if not self._seq[item]:
+            self._live += 1
+        self._hseq += 1
+        self._seq[item] = self._hseq
+        self._key[item] = key
+        heapq.heapreplace(heap, (-key, self._hseq, item))
+
+    def drop_top(self) -> None:
+        """Remove the heap's top entry (the one :meth:`top` returned); its item is no longer queued."""
+        item = heapq.heappop(self._heap)[2]
+        self.discard(item)
+
+    def ordered(self) -> list[int]:
+        """Queued items in pop order (O(n log n))."""
+        key = self._key
+        return [item for _, _, item in sorted((-key[i], s, i) for i, s in enumerate(self._seq) if s)]
+
+
+class StateGroups:
+    """Fringe documents by state: ``add``, ``take`` (round robin over a group's ready hosts) and ``remove``.
+
+    A document's current state is ``states[doc]`` (a table column); a host heap entry is stale once its
+    document has left the fringe or changed state, and is skipped when it surfaces."""
+
+    __slots__ = ("_hosts", "_states", "_status", "_table", "_tie", "ids", "live", "size", "state")
+
+    def __init__(self, table: DocumentTable, states: list[str | None], tie: array[Any]) -> None:
+        self._table = table
+        self._status = table.status
+        self._states = states
+        self._tie = tie
+        self.ids: dict[str, int] = {}  # state -> group
+        self.state: list[str] = []  # group -> its state
+        self.live: list[int] = []  # group -> fringe documents in it
+        # per group: host -> heap of (-tie-break key, seq, doc); dict order is the round-robin order of hosts
+        self._hosts: list[OrderedDict[int, list[tuple[float, int, int]]]] = []
+        self.size = 0  # fringe documents in all groups
+
+    def states(self) -> list[str]:
+        return list(self.ids)
+
+    def add(self, doc: int, state: str, new: bool = True) -> int:
+        """Put fringe document ``doc`` (``states[doc] == state``) in its group with its tie-break key; returns
+        the group. The caller queues the group when it was empty before (``live[group] == 1``). ``new=False``:
+        a second, better entry of a document already in the group (the old one is skipped once the document
+        is gone)."""
+        gid = self.ids.get(state)
+        if gid is None:
+            gid = len(self.state)
+            self.ids[state] = gid
+            self.state.append(state)
+            self.live.append(0)
+            self._hosts.append(OrderedDict())  # O(1) rotation to the back however many hosts it has
+        table = self._table
+        h = table.host_id[doc]
+        hosts = self._hosts[gid]
+        heap = hosts.get(h)
+        if heap is None:
+            heap = []
+            hosts[h] = heap
+        table.seq += 1
+        heapq.heappush(heap, (-self._tie[doc], table.seq, doc))
+        if new:
+            self.live[gid] += 1
+            self.size += 1
+        return gid
+
+    def leave(self, gid: int) -> bool:
+        """One document left group ``gid``; True when the group became empty (the caller unqueues it)."""
+        live = self.live[gid] - 1
+        self.live[gid] = live
+        self.size -= 1
+        if live == 0:
+            self._hosts[gid].clear()
+            return True
+        return False
+
+    def take(self, gid: int, host_ready: HostReady | None) -> int | None:
+        """Remove and return the next fringe document of group ``gid`` on a ready host (round robin over the
+        group's hosts: a host that served moves to the end); None if every host with work is blocked. The
+        caller calls :meth:`leave` for the returned document."""
+        hosts = self._hosts[gid]
+        status, states, want = self._status, self._states, self.state[gid]
+        # without host_ready, always the first host (no copy of the group's host list)
+        order = None if host_ready is None else iter(list(hosts))
+        while True:
+            if order is None:
+                if not hosts:
+                    return None
+                h = next(iter(hosts))
+            else:
+                h = next(order, -1)
+                if h < 0:
+                    return None
+                if not host_ready(h):  # type: ignore[misc]
+                    continue
+            heap = hosts.pop(h)
+            while heap:
+                doc = heapq.heappop(heap)[2]
+                if status[doc] == FRINGE and states[doc] == want:
+                    if heap:
+                        hosts[h] = heap
+                    return doc
+            # only stale entries were left for this host: it stays out of the dict
+
+    def docs(self, gid: int) -> list[int]:
+        """The fringe documents of group ``gid``, host by host in heap order (a re-stated document may have
+        two entries: its best one counts)."""
+        status, states, want = self._status, self._states, self.state[gid]
+        entries = [e for heap in self._hosts[gid].values() for e in sorted(heap)]
+        return list(dict.fromkeys(d for _, _, d in entries if status[d] == FRINGE and states[d] == want))

@@ -1,0 +1,186 @@
+"""The Whittle controller's learning strategy (papers/004): the local state x of each fringe document, the
+Q-table, and its Eq. 10 updates with the child-discovery bonus and the reward of Eq. 11 (the index v(x) of
+Eq. 9 ranks the states).
+
+After each active update the passive control of the same state is updated too: a passive fringe arm earns 0
+and stays in its state, so its Eq. 10 sample is ``0 + gamma Q(x, 1)`` (step size ``alpha_passive``); hence
+``v(x) -> (1 - gamma) Q(x, 1)`` for visited states.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from oasis.robot.scheduling.config import ControllerConfig
+from oasis.robot.scheduling.documents import DocumentTable
+from oasis.robot.scheduling.qtable import QTable
+from oasis.robot.scheduling.state import (
+    DiscoveryContext,
+    GeneralisingState,
+    ParentIdentityState,
+    StateExtractor,
+    UrlIdentityState,
+    make_state_extractor,
+)
+
+RETRIEVED_STATE = "retrieved"  # local state of every retrieved (re-crawl) arm in the Q-table
+
+LinkState = Callable[[int, str, str, float, float, int], str]
+
+
+class WhittleLearning:
+    """States of fringe documents (``states``, a document-table column), the Q-table ``q`` and Eq. 10."""
+
+    def __init__(self, config: ControllerConfig, table: DocumentTable, q: QTable | None) -> None:
+        cfg = self.config = config
+        self._table = table
+        q_table = q if q is not None else QTable(cfg.q_init)
+        self.prior = cfg.prior == "parent"
+        # the paper's parent state is the identity of the *first* discovering document, and a url state never
+        # changes: only the feature states (generalising, hybrid) are re-derived on rediscovery, and only with
+        # the parent prior (with prior "zero" an unseen new state would read 0 and push the document back)
+        feature_state = cfg.state in ("generalising", "generalising-host", "hybrid")
+        self.restate = cfg.rediscovery == "restate" and feature_state and self.prior
+        # learning frozen (learn=False): the given table is read, never changed; unseen states still get the
+        # prior (as while learning), seeded into a private working copy so that a transferred table is never
+        # worse than the untrained robot for lack of data. save_q writes the untouched table.
+        self._frozen: QTable | None = None
+        if not cfg.learn and self.prior:
+            self._frozen, q_table = q_table, q_table.copy()
+        self.q = q_table
+        self.extract: StateExtractor = make_state_extractor(
+            cfg.state, relevance_bins=cfg.relevance_bins, anchor_bins=cfg.anchor_bins, max_depth=cfg.max_depth
+        )
+        self.states: list[str | None] = table.list_column()  # per document: its state while queued
+        self.hybrid = cfg.state == "hybrid"
+        # hybrid: per document, the generalising key beside the queue key
+        self.aux: list[str | None] = table.list_column() if self.hybrid else []
+        self.link_state = self._link_state_function()
+        # the generalising key without a context object (generalising and hybrid states), else None
+        self._gen_key: Callable[[float, float, int], str] | None = None
+        if isinstance(self.extract, GeneralisingState) and not self.extract.use_host:
+            self._gen_key = self.extract.keyer()
+
+    def _link_state_function(self) -> LinkState:
+        """``state(doc, url, parent_url, parent_rel, anchor_rel, depth)``: ``self.extract`` of a discovered
+        (non-seed) document's context, without building the context for the built-in extractors (a test
+        checks each against the extractor)."""
+        extract = self.extract
+        if isinstance(extract, GeneralisingState) and not extract.use_host:
+            key = extract.keyer()
+
+            def generalising(doc: int, url: str, parent_url: str, pr: float, ar: float, depth: int) -> str:
+                return key(pr, ar, depth)
+
+            return generalising
+        if isinstance(extract, ParentIdentityState):
+            last = ["", ""]  # the children of one page share one key string
+
+            def parent(doc: int, url: str, parent_url: str, pr: float, ar: float, depth: int) -> str:
+                if parent_url != last[0]:
+                    last[0], last[1] = parent_url, "p:" + parent_url
+                return last[1]
+
+            return parent
+        if isinstance(extract, UrlIdentityState):
+
+            def own(doc: int, url: str, parent_url: str, pr: float, ar: float, depth: int) -> str:
+                return "u:" + url
+
+            return own
+        hosts, host_id = self._table.hosts, self._table.host_id
+
+        def generic(doc: int, url: str, parent_url: str, pr: float, ar: float, depth: int) -> str:
+            return extract(DiscoveryContext(url, parent_url, pr, ar, depth, hosts[host_id[doc]]))
+
+        return generic
+
+    def discovered(
+        self, doc: int, url: str, parent_url: str | None, parent_rel: float, anchor_rel: float, depth: int
+    ) -> str:
+        """The queue state of a newly located document (a seed when ``parent_url`` is None), recorded in
+        ``states``; with the parent prior an unseen state starts at Q(x, 1) = parent relevance (1 for a seed),
+        Q(x, 0) = gamma Q(x, 1), the fixed point of the passive update."""
+        if parent_url is None:
+            table = self._table
+            host = table.hosts[table.host_id[doc]]
+            state = self.extract(DiscoveryContext(url, None, parent_rel, anchor_rel, depth, host))
+        elif self._gen_key is not None:  # link_state of the generalising states, one call shorter
+            state = self._gen_key(parent_rel, anchor_rel, depth)
+        else:
+            state = self.link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
+        q = self.q
+        if self.hybrid:
+            self.aux[doc] = state
+            own = "u:" + url
+            if own in q:
+                state = own  # the URL's own learned entry; else the generalising one (also aux: seeded once)
+        if self.prior:  # (seed is a no-op for a known state)
+            p = parent_rel if parent_url is not None else 1.0
+            q.seed(state, self.config.gamma * p, p)
+        self.states[doc] = state
+        return state
+
+    def rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> str:
+        """The state of a fringe document that a more relevant page links to (``restate`` only): re-derived
+        from that page, except a hybrid document ranked by its URL's own entry. Does not record it."""
+        old = self.states[doc]
+        assert old is not None
+        if self.hybrid and old.startswith("u:"):
+            return old  # the URL's own learned entry is what ranks it
+        table = self._table
+        state = self.link_state(doc, table.urls[doc], parent_url, parent_rel, anchor_rel, table.depth[doc])
+        if self.hybrid:
+            self.aux[doc] = state
+        if self.prior and state not in self.q:
+            self.q.seed(state, self.config.gamma * parent_rel, parent_rel)
+        return state
+
+    def index(self, state: str) -> float:
+        """v(x), Eq. 9."""
+        return self.q.index(state)
+
+    def learn(
+        self, doc: int, was_fringe: bool, g: float, children: Sequence[int], q_next: float
+    ) -> list[tuple[str, float]]:
+        """Eq. 10 after a fetch of ``doc`` with reward ``g`` (Eq. 11) that newly discovered ``children``;
+        ``q_next`` is the value of the arm's next state. Returns the fringe states whose index changed, with
+        their new index (the caller re-keys their groups)."""
+        cfg = self.config
+        if not cfg.learn:
+            return []
+        state = self.states[doc] if was_fringe else RETRIEVED_STATE
+        if state is None:  # reported without ever being queued (redirect target): nothing to credit
+            return []
+        q, states = self.q, self.states
+        # sum_j max_u Q(x^j, u) over the newly discovered children, in order (as q_update sums)
+        bonus = q.value_sum([states[c] for c in children])  # type: ignore[misc]
+        xs: tuple[str, ...] = (state,)
+        if self.hybrid and was_fringe:
+            # learn the URL's own entry and the generalising one from the same sample
+            own, aux = "u:" + self._table.urls[doc], self.aux[doc]
+            xs = (own,) if aux is None or aux == own else (own, aux)
+        if not was_fringe:
+            q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma)
+            return []
+        indices = q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma, cfg.alpha_passive)
+        return [(xs[0], indices[0])] if len(xs) == 1 else list(zip(xs, indices, strict=True))
+
+    # -- Q-table persistence ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.q.to_dict()
+
+    def load_dict(self, data: Any) -> None:
+        if data is not None:
+            self.q = QTable.from_dict(data)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        (self._frozen if self._frozen is not None else self.q).save(path)
+
+    def load(self, path: str | os.PathLike[str]) -> None:
+        self.q = QTable.load(path)
+        if self._frozen is not None:
+            self._frozen, self.q = self.q, self.q.copy()
