@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, make_controller
 from oasis.robot.scheduling.controller import WhittleController
-from oasis.robot.scheduling.documents import FRINGE, DocumentTable, host_of
+from oasis.robot.scheduling.documents import FLIGHT, FRINGE, DocumentTable, host_of
 from oasis.robot.scheduling.equations import q_update, q_update_summed
-from oasis.robot.scheduling.groups import GroupQueue
+from oasis.robot.scheduling.groups import GroupQueue, StateGroups, pop_document
 from oasis.robot.scheduling.learning import WhittleLearning
 from oasis.robot.scheduling.state import STATE_NAMES, DiscoveryContext, GeneralisingState
 
@@ -155,3 +156,129 @@ def test_group_queue_against_a_model(ops: list[tuple[str, int, float]]) -> None:
         assert len(queue) == len(model)
         assert queue.ordered() == sorted(model, key=lambda i: (-model[i][0], model[i][1]))
         assert queue.peek_key() == (model[best()][0] if model else None)  # type: ignore[index]
+
+
+def _pop_reference(
+    queue: GroupQueue,
+    groups: StateGroups,
+    host_ready: Callable[[int], bool] | None,
+    index: Callable[[str], float],
+) -> int | None:
+    """The plain composition that ``pop_document`` fuses."""
+    aside: list[int] = []
+    found: int | None = None
+    while (gid := queue.top()) is not None:
+        picked = groups.take(gid, host_ready)
+        if picked is None:
+            queue.drop_top()
+            if groups.live[gid] > 0:
+                aside.append(gid)
+            continue
+        if groups.leave(gid):
+            queue.drop_top()
+        else:
+            queue.requeue_top(index(groups.state[gid]))
+        found = picked
+        break
+    for gid in aside:
+        queue.push(gid, index(groups.state[gid]))
+    return found
+
+
+def _grouped_fringe() -> tuple[DocumentTable, list[str | None], GroupQueue, StateGroups]:
+    table = DocumentTable()
+    states: list[str | None] = table.list_column()
+    tie = table.column("d")
+    return table, states, GroupQueue(), StateGroups(table, states, tie)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("aapr"),  # add a document, pop one, re-key a state
+            st.integers(0, 3),  # state
+            st.integers(0, 2),  # host
+            st.sampled_from([0.0, 0.5, 1.0]),  # tie-break key / index
+            st.sets(st.integers(0, 2)),  # blocked hosts for a pop (one in two pops without host_ready)
+            st.booleans(),
+        ),
+        max_size=60,
+    )
+)
+def test_pop_document_equals_the_plain_composition(
+    ops: list[tuple[str, int, int, float, set[int], bool]],
+) -> None:
+    """``pop_document`` (the fused hot path) pops the same documents and leaves the same queue and groups
+    as ``top`` / ``take`` / ``leave`` / ``requeue_top`` / ``drop_top`` / ``push``, with and without
+    host_ready."""
+    fast, plain = _grouped_fringe(), _grouped_fringe()
+    index_of = {f"s{i}": 0.0 for i in range(4)}
+
+    def index(state: str) -> float:
+        return index_of[state]
+
+    for op, s, host, value, blocked, use_ready in ops:
+        state = f"s{s}"
+        ready = frozenset(range(3)).difference(blocked).__contains__ if use_ready else None
+        if op == "a":
+            for table, states, queue, groups in (fast, plain):
+                doc = table.add(f"http://h{host}/d{len(table)}", 0.0, 0, FRINGE)
+                states[doc] = state
+                groups._tie[doc] = value
+                gid = groups.add(doc, state)
+                if groups.live[gid] == 1:
+                    queue.push(gid, index(state))
+        elif op == "p":
+            got = []
+            for (table, _, queue, groups), pop in ((fast, pop_document), (plain, _pop_reference)):
+                doc = pop(queue, groups, ready, index)
+                if doc is not None:
+                    table.status[doc] = FLIGHT
+                got.append(doc)
+            assert got[0] == got[1]
+        else:
+            index_of[state] = value
+            for _, _, queue, groups in (fast, plain):
+                gid = groups.ids.get(state)
+                if gid is not None and groups.live[gid] > 0:
+                    queue.push(gid, value)
+        (_, _, fq, fg), (_, _, pq, pg) = fast, plain
+        assert fq.ordered() == pq.ordered() and len(fq) == len(pq)
+        assert fg.live == pg.live and fg.size == pg.size
+        assert [fg.docs(g) for g in range(len(fg.live))] == [pg.docs(g) for g in range(len(pg.live))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="htp:/?#.ab1@[]", max_size=30))
+def test_table_host_equals_host_of(url: str) -> None:
+    """DocumentTable.add splits the host inline: the same as host_of."""
+    table = DocumentTable()
+    doc = table.add(url, 0.0, 0, FRINGE)
+    assert table.hosts[table.host_id[doc]] == host_of(url)
+
+
+@settings(max_examples=25, deadline=None)
+@given(state=st.sampled_from(STATE_NAMES), seed=st.integers(0, 10_000))
+def test_enqueue_keeps_groups_queue_and_exploration_consistent(state: str, seed: int) -> None:
+    """WhittleController._enqueue (the per-link path, with _add_to_group inlined) leaves what _add_to_group
+    leaves: every fringe document in the exploration array, the groups with documents queued at v(x)."""
+    ctl = make_controller(
+        "whittle", rng=random.Random(seed), config=ControllerConfig(state=state, epsilon=0.3)
+    )
+    assert isinstance(ctl, WhittleController)
+    rng = random.Random(seed)
+    ctl.add_seeds([f"http://h{i}/s" for i in range(3)])
+    nxt = 0
+    for _ in range(40):
+        for url in ctl.next_batch(2, 0.0):
+            links = [Discovered(f"http://h{rng.randrange(4)}/d{nxt + j}", "", rng.random()) for j in range(3)]
+            links.append(Discovered(f"http://h0/d{rng.randrange(nxt + 1)}", "", rng.random()))  # rediscovery
+            nxt += 3
+            ctl.report(FetchOutcome(url, "new", rng.random(), links), 0.0)
+        fringe = {d for d, s in enumerate(ctl.docs.status) if s == FRINGE}
+        assert set(ctl._fringe_arr) == fringe and len(ctl._fringe_arr) == len(fringe)
+        live = [g for g, n in enumerate(ctl.groups.live) if n > 0]
+        assert sorted(ctl.queue.ordered()) == live
+        assert all(ctl.queue._key[g] == ctl.q.index(ctl.groups.state[g]) for g in live)
+        assert ctl.frontier_size() == len(fringe)

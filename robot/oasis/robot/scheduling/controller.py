@@ -36,7 +36,7 @@ from oasis.robot.scheduling.documents import (
 )
 from oasis.robot.scheduling.equations import reward
 from oasis.robot.scheduling.frontier import Frontier
-from oasis.robot.scheduling.groups import GroupQueue, StateGroups
+from oasis.robot.scheduling.groups import GroupQueue, StateGroups, pop_document
 from oasis.robot.scheduling.interface import (
     DELETED,
     ERROR,
@@ -196,7 +196,8 @@ class _Controller:
         if was_fringe and (kind in (MODIFIED, UNCHANGED)):
             kind = NEW
         if st in (FLIGHT, FRINGE):
-            docs.retrieved(doc)  # located -> fetched (or gone): out of the unfetched estimate
+            # located -> fetched (or gone): its estimate leaves the table's unfetched sum
+            docs.unfetched_rel -= docs.parent_rel[doc]
         if kind == ERROR:
             status[doc] = GONE
             return []
@@ -545,7 +546,14 @@ class WhittleController(_Controller):
     ) -> None:
         state = self.learning.discovered(doc, url, parent_url, parent_rel, anchor_rel, depth)
         self._tie[doc] = parent_rel + anchor_rel
-        self._add_to_group(doc, state)
+        # _add_to_group(doc, state), inlined: once per discovered link
+        groups = self.groups
+        gid = groups.add(doc, state)
+        if groups.live[gid] == 1:
+            self.queue.push(gid, self.learning.q.index(state))
+        if self._explore:
+            self._fringe_pos[doc] = len(self._fringe_arr)
+            self._fringe_arr.append(doc)
 
     def _requeue(self, doc: int) -> None:
         state = self._states[doc]
@@ -602,26 +610,9 @@ class WhittleController(_Controller):
             if host_ready is None or host_ready(self.docs.host_id[doc]):
                 self._taken(doc)
                 return doc
-        queue, groups, live = self.queue, self.groups, self.groups.live
-        aside: list[int] = []
-        found: int | None = None
-        while (gid := queue.top()) is not None:
-            picked = groups.take(gid, host_ready)
-            if picked is None:
-                queue.drop_top()
-                if live[gid] > 0:
-                    aside.append(gid)  # every host of this state is blocked right now
-                continue
-            if groups.leave(gid):
-                queue.drop_top()
-            else:  # back in the queue, behind the groups of equal index
-                queue.requeue_top(self.learning.q.index(groups.state[gid]))
-            if self._explore:
-                self._explore_drop(picked)
-            found = picked
-            break
-        for gid in aside:
-            queue.push(gid, self.learning.index(groups.state[gid]))
+        found = pop_document(self.queue, self.groups, host_ready, self.learning.q.index)
+        if found is not None and self._explore:
+            self._explore_drop(found)
         return found
 
     def _rekey_state(self, state: str) -> None:

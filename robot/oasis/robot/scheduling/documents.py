@@ -89,7 +89,9 @@ class DocumentTable:
         ]
         self._lists: list[list[Any]] = []
         self.seq = 0  # queue-order counter of the policies (FIFO tie-breaks), checkpointed
-        self.unfetched_rel = 0.0  # sum of parent_rel over FRINGE and FLIGHT documents
+        # sum of parent_rel over FRINGE and FLIGHT documents (the controller takes a document out when it
+        # reports the fetch)
+        self.unfetched_rel = 0.0
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -123,7 +125,8 @@ class DocumentTable:
         self.ids[url] = doc
         self.urls.append(url)
         self.status.append(status)
-        host = host_of(url)
+        found = _HOST_SEARCH(url)  # host_of(url), inlined (a test checks the two agree)
+        host = found.group(1) if found is not None else ""
         hid = self.host_ids.get(host)
         self.host_id[doc] = hid if hid is not None else self.host_index(host)
         self.parent_rel[doc] = parent_rel
@@ -145,10 +148,6 @@ class DocumentTable:
         """Change the estimated relevance of a document that is not retrieved yet."""
         self.unfetched_rel += value - self.parent_rel[doc]
         self.parent_rel[doc] = value
-
-    def retrieved(self, doc: int) -> None:
-        """A FRINGE or FLIGHT document was fetched (or given up): its estimate leaves the unfetched sum."""
-        self.unfetched_rel -= self.parent_rel[doc]
 
     def row(self, doc: int) -> list[Any]:
         """The checkpoint row of a document (in-flight documents are saved as queued)."""

@@ -43,10 +43,13 @@ class GroupQueue:
     def push(self, item: int, key: float) -> None:
         """Queue ``item`` with priority ``key`` (or re-key it; an unchanged key keeps its place)."""
         seqs = self._seq
-        while item >= len(seqs):
-            seqs.append(0)
-            self._key.append(0.0)
-        old = seqs[item]
+        try:
+            old = seqs[item]
+        except IndexError:  # a new item: grow the columns
+            while item >= len(seqs):
+                seqs.append(0)
+                self._key.append(0.0)
+            old = 0
         if old:
             if self._key[item] == key:
                 return
@@ -200,3 +203,69 @@ class StateGroups:
         status, states, want = self._status, self._states, self.state[gid]
         entries = [e for heap in self._hosts[gid].values() for e in sorted(heap)]
         return list(dict.fromkeys(d for _, _, d in entries if status[d] == FRINGE and states[d] == want))
+
+
+def pop_document(
+    queue: GroupQueue, groups: StateGroups, host_ready: HostReady | None, index: Callable[[str], float]
+) -> int | None:
+    """The next fringe document to fetch, from the best queued group that has one on a ready host (None if
+    there is none). The document leaves its group; the group goes back in the queue with ``index(state)``,
+    behind the groups of equal index, or out of it once empty. A group whose hosts are all blocked right
+    now is set aside for this call and queued again with ``index(state)`` at the end.
+
+    This is ``queue.top()``, ``groups.take(group, host_ready)``, ``groups.leave(group)`` and
+    ``queue.requeue_top(...)`` / ``queue.drop_top()`` in one frame (the controller calls it once per
+    decision): the queue steps and, without ``host_ready``, the walk of ``take`` are inlined.
+    tests/test_scheduling_fastpaths.py checks it against that composition of the plain methods.
+    """
+    heap, seqs = queue._heap, queue._seq
+    live = groups.live
+    aside: list[int] = []
+    found: int | None = None
+    while heap:
+        _, seq, gid = heap[0]
+        if seqs[gid] != seq:  # a stale entry above the best group (as top() drops it)
+            heapq.heappop(heap)
+            continue
+        picked: int | None = None
+        if host_ready is None:  # take(gid, None): the group's first host, stale entries skipped
+            hosts = groups._hosts[gid]
+            status, states, want = groups._status, groups._states, groups.state[gid]
+            while hosts and picked is None:
+                h = next(iter(hosts))
+                entries = hosts.pop(h)
+                while entries:
+                    doc = heapq.heappop(entries)[2]
+                    if status[doc] == FRINGE and states[doc] == want:
+                        if entries:
+                            hosts[h] = entries
+                        picked = doc
+                        break
+        else:
+            picked = groups.take(gid, host_ready)
+        if picked is None:  # drop_top(): every host of this state is blocked (or none has work)
+            heapq.heappop(heap)
+            seqs[gid] = 0
+            queue._live -= 1
+            if live[gid] > 0:
+                aside.append(gid)
+            continue
+        n = live[gid] - 1  # leave(gid)
+        live[gid] = n
+        groups.size -= 1
+        if n == 0:  # the group is empty: clear it and drop_top()
+            groups._hosts[gid].clear()
+            heapq.heappop(heap)
+            seqs[gid] = 0
+            queue._live -= 1
+        else:  # requeue_top(index(state)): a fresh entry behind the equal keys, replacing the top in place
+            key = index(groups.state[gid])
+            queue._hseq = hseq = queue._hseq + 1
+            seqs[gid] = hseq
+            queue._key[gid] = key
+            heapq.heapreplace(heap, (-key, hseq, gid))
+        found = picked
+        break
+    for gid in aside:
+        queue.push(gid, index(groups.state[gid]))
+    return found

@@ -10,7 +10,7 @@ and stays in its state, so its Eq. 10 sample is ``0 + gamma Q(x, 1)`` (step size
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from oasis.robot.scheduling.config import ControllerConfig
@@ -50,6 +50,7 @@ class WhittleLearning:
         if not cfg.learn and self.prior:
             self._frozen, q_table = q_table, q_table.copy()
         self.q = q_table
+        self._rows = q_table.rows()  # the table's dict, read per discovered link (kept with self.q)
         self.extract: StateExtractor = make_state_extractor(
             cfg.state, relevance_bins=cfg.relevance_bins, anchor_bins=cfg.anchor_bins, max_depth=cfg.max_depth
         )
@@ -111,15 +112,15 @@ class WhittleLearning:
             state = self._gen_key(parent_rel, anchor_rel, depth)
         else:
             state = self.link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
-        q = self.q
+        rows = self._rows
         if self.hybrid:
             self.aux[doc] = state
             own = "u:" + url
-            if own in q:
+            if own in rows:
                 state = own  # the URL's own learned entry; else the generalising one (also aux: seeded once)
-        if self.prior:  # (seed is a no-op for a known state)
+        if self.prior and state not in rows:
             p = parent_rel if parent_url is not None else 1.0
-            q.seed(state, self.config.gamma * p, p)
+            self.q.seed(state, self.config.gamma * p, p)
         self.states[doc] = state
         return state
 
@@ -134,7 +135,7 @@ class WhittleLearning:
         state = self.link_state(doc, table.urls[doc], parent_url, parent_rel, anchor_rel, table.depth[doc])
         if self.hybrid:
             self.aux[doc] = state
-        if self.prior and state not in self.q:
+        if self.prior and state not in self._rows:
             self.q.seed(state, self.config.gamma * parent_rel, parent_rel)
         return state
 
@@ -144,7 +145,7 @@ class WhittleLearning:
 
     def learn(
         self, doc: int, was_fringe: bool, g: float, children: Sequence[int], q_next: float
-    ) -> list[tuple[str, float]]:
+    ) -> Iterable[tuple[str, float]]:
         """Eq. 10 after a fetch of ``doc`` with reward ``g`` (Eq. 11) that newly discovered ``children``;
         ``q_next`` is the value of the arm's next state. Returns the fringe states whose index changed, with
         their new index (the caller re-keys their groups)."""
@@ -154,19 +155,19 @@ class WhittleLearning:
         state = self.states[doc] if was_fringe else RETRIEVED_STATE
         if state is None:  # reported without ever being queued (redirect target): nothing to credit
             return []
-        q, states = self.q, self.states
-        # sum_j max_u Q(x^j, u) over the newly discovered children, in order (as q_update sums)
-        bonus = q.value_sum([states[c] for c in children])  # type: ignore[misc]
+        q = self.q
+        # the children's states, for the bonus sum_j max_u Q(x^j, u) (in order, as q_update sums)
+        kids: Iterable[str] = map(self.states.__getitem__, children)  # type: ignore[arg-type]
         xs: tuple[str, ...] = (state,)
         if self.hybrid and was_fringe:
             # learn the URL's own entry and the generalising one from the same sample
             own, aux = "u:" + self._table.urls[doc], self.aux[doc]
             xs = (own,) if aux is None or aux == own else (own, aux)
         if not was_fringe:
-            q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma)
+            q.learn(xs, g, q_next, kids, cfg.alpha, cfg.gamma)
             return []
-        indices = q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma, cfg.alpha_passive)
-        return [(xs[0], indices[0])] if len(xs) == 1 else list(zip(xs, indices, strict=True))
+        indices = q.learn(xs, g, q_next, kids, cfg.alpha, cfg.gamma, cfg.alpha_passive)
+        return zip(xs, indices, strict=True)
 
     # -- Q-table persistence ---------------------------------------------------------------------------
 
@@ -175,12 +176,18 @@ class WhittleLearning:
 
     def load_dict(self, data: Any) -> None:
         if data is not None:
-            self.q = QTable.from_dict(data)
+            self._use(QTable.from_dict(data))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         (self._frozen if self._frozen is not None else self.q).save(path)
 
     def load(self, path: str | os.PathLike[str]) -> None:
-        self.q = QTable.load(path)
+        table = QTable.load(path)
         if self._frozen is not None:
-            self._frozen, self.q = self.q, self.q.copy()
+            self._frozen, table = table, table.copy()
+        self._use(table)
+
+    def _use(self, table: QTable) -> None:
+        """Learn in ``table`` from now on."""
+        self.q = table
+        self._rows = table.rows()

@@ -58,36 +58,37 @@ class QTable:
         if u:
             row[2] += 1.0
 
-    def value_sum(self, states: Iterable[str]) -> float:
-        """``sum_x max_u Q(x, u)`` over ``states``, added in order from 0.0 (Eq. 10's child-discovery bonus,
-        the same bits as ``q_update`` summing the values)."""
-        q, q_init = self._q, self.q_init
-        total = 0.0
-        for state in states:
-            row = q.get(state)
-            total += q_init if row is None else max(row[0], row[1])
-        return total
+    def rows(self) -> dict[str, list[float]]:
+        """The live table, ``state -> [Q(x,0), Q(x,1), visits]``, for reads on the controller's hot path (a
+        missing state reads as ``q_init``). Change it only through this class's methods."""
+        return self._q
 
     def learn(
         self,
         states: Iterable[str],
         g: float,
         q_next: float,
-        bonus: float,
+        children: Iterable[str],
         alpha: float,
         gamma: float,
         alpha_passive: float | None = None,
     ) -> list[float]:
         """Eq. 10 (papers/004) for the active control of each of ``states`` (one more visit each): reward
-        ``g``, next value ``q_next`` and the children's summed values ``bonus``; then, when ``alpha_passive``
-        is given, for its passive control (reward 0, same state, next control active). Returns the new
-        Whittle indices (Eq. 9). Parameters are not checked (see
-        :func:`~oasis.robot.scheduling.equations.q_update`)."""
+        ``g``, next value ``q_next`` and the child-discovery bonus ``sum_j max_u Q(x^j, u)`` over the states
+        ``children`` of the newly discovered children (added in order from 0.0: the same bits as ``q_update``
+        summing the values); then, when ``alpha_passive`` is given, for its passive control (reward 0, same
+        state, next control active). Returns the new Whittle indices (Eq. 9). Parameters are not checked
+        (see :func:`~oasis.robot.scheduling.equations.q_update`)."""
+        q, q_init = self._q, self.q_init
+        bonus = 0.0
+        for child in children:
+            crow = q.get(child)
+            bonus += q_init if crow is None else max(crow[0], crow[1])
         out: list[float] = []
         for state in states:
-            row = self._q.get(state)
+            row = q.get(state)
             if row is None:
-                row = self._q[state] = [self.q_init, self.q_init, 0.0]  # as set()
+                row = q[state] = [q_init, q_init, 0.0]  # as set()
             # Eq. 10, active control, with the child-discovery bonus
             row[1] = q_update_summed(row[1], g, q_next, bonus, alpha, gamma)
             row[2] += 1.0
