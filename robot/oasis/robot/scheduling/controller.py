@@ -29,9 +29,11 @@ from oasis.robot.scheduling.documents import (
     FLIGHT,
     FRINGE,
     GONE,
+    IN_FLIGHT,
     RECRAWL_FLIGHT,
     RETRIEVED,
     STATUS_NAMES,
+    UNFETCHED,
     DocumentTable,
 )
 from oasis.robot.scheduling.equations import reward
@@ -69,6 +71,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 POLICIES = ("whittle", "bfs", "random", "greedy-parent", "greedy-oracle")
+_REFETCH_KINDS = frozenset((MODIFIED, UNCHANGED))  # what a re-crawl finds (read as "new" on a first fetch)
 
 Oracle = Callable[[str], float]
 HostReady = Callable[[int], bool]
@@ -184,18 +187,19 @@ class _Controller:
             doc = docs.add(parent_url, 0.0, 0, FLIGHT)
             self._flight += 1
         st = status[doc]
-        if st in (FLIGHT, RECRAWL_FLIGHT):
+        if st in IN_FLIGHT:
             self._flight -= 1
         elif st == FRINGE:
             self._remove_fringe(doc)
         elif st == RETRIEVED:
             self._recrawl.remove(doc)
         fetches = docs.fetches[doc]
-        was_fringe = fetches == 0 and (st in (FLIGHT, FRINGE))
+        unfetched = st in UNFETCHED
+        was_fringe = fetches == 0 and unfetched
         kind = outcome.kind
-        if was_fringe and (kind in (MODIFIED, UNCHANGED)):
+        if was_fringe and kind in _REFETCH_KINDS:
             kind = NEW
-        if st in (FLIGHT, FRINGE):
+        if unfetched:
             # located -> fetched (or gone): its estimate leaves the table's unfetched sum
             docs.unfetched_rel -= docs.parent_rel[doc]
         if kind == ERROR:

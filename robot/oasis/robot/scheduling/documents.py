@@ -17,6 +17,9 @@ from typing import Any
 
 # document status codes
 FRINGE, FLIGHT, RETRIEVED, RECRAWL_FLIGHT, GONE = 1, 2, 3, 4, 5
+# status sets for membership tests on the hot path (a constant set: no tuple built per test)
+UNFETCHED = frozenset((FRINGE, FLIGHT))  # located, not retrieved yet
+IN_FLIGHT = frozenset((FLIGHT, RECRAWL_FLIGHT))  # handed out by next_batch, not reported or deferred yet
 STATUS_NAMES = {
     FRINGE: "fringe",
     FLIGHT: "fringe",
@@ -131,7 +134,7 @@ class DocumentTable:
         self.host_id[doc] = hid if hid is not None else self.host_index(host)
         self.parent_rel[doc] = parent_rel
         self.depth[doc] = depth
-        if status in (FRINGE, FLIGHT):
+        if status in UNFETCHED:
             self.unfetched_rel += parent_rel
         return doc
 

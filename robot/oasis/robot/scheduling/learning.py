@@ -10,7 +10,7 @@ and stays in its state, so its Eq. 10 sample is ``0 + gamma Q(x, 1)`` (step size
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from oasis.robot.scheduling.config import ControllerConfig
@@ -145,7 +145,7 @@ class WhittleLearning:
 
     def learn(
         self, doc: int, was_fringe: bool, g: float, children: Sequence[int], q_next: float
-    ) -> Iterable[tuple[str, float]]:
+    ) -> list[tuple[str, float]]:
         """Eq. 10 after a fetch of ``doc`` with reward ``g`` (Eq. 11) that newly discovered ``children``;
         ``q_next`` is the value of the arm's next state. Returns the fringe states whose index changed, with
         their new index (the caller re-keys their groups)."""
@@ -155,19 +155,22 @@ class WhittleLearning:
         state = self.states[doc] if was_fringe else RETRIEVED_STATE
         if state is None:  # reported without ever being queued (redirect target): nothing to credit
             return []
-        q = self.q
-        # the children's states, for the bonus sum_j max_u Q(x^j, u) (in order, as q_update sums)
-        kids: Iterable[str] = map(self.states.__getitem__, children)  # type: ignore[arg-type]
+        q, rows, states = self.q, self._rows, self.states
+        # Eq. 10's child-discovery bonus: sum_j max_u Q(x^j, u) over the newly discovered children, added in
+        # order from 0.0 (the same bits as q_update summing the values); a missing state reads q_init
+        q_init, bonus = q.q_init, 0.0
+        for c in children:
+            crow = rows.get(states[c])  # type: ignore[arg-type]
+            bonus += q_init if crow is None else max(crow[0], crow[1])
         xs: tuple[str, ...] = (state,)
         if self.hybrid and was_fringe:
             # learn the URL's own entry and the generalising one from the same sample
             own, aux = "u:" + self._table.urls[doc], self.aux[doc]
             xs = (own,) if aux is None or aux == own else (own, aux)
         if not was_fringe:
-            q.learn(xs, g, q_next, kids, cfg.alpha, cfg.gamma)
+            q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma)
             return []
-        indices = q.learn(xs, g, q_next, kids, cfg.alpha, cfg.gamma, cfg.alpha_passive)
-        return zip(xs, indices, strict=True)
+        return q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma, cfg.alpha_passive)
 
     # -- Q-table persistence ---------------------------------------------------------------------------
 

@@ -68,23 +68,18 @@ class QTable:
         states: Iterable[str],
         g: float,
         q_next: float,
-        children: Iterable[str],
+        bonus: float,
         alpha: float,
         gamma: float,
         alpha_passive: float | None = None,
-    ) -> list[float]:
+    ) -> list[tuple[str, float]]:
         """Eq. 10 (papers/004) for the active control of each of ``states`` (one more visit each): reward
-        ``g``, next value ``q_next`` and the child-discovery bonus ``sum_j max_u Q(x^j, u)`` over the states
-        ``children`` of the newly discovered children (added in order from 0.0: the same bits as ``q_update``
-        summing the values); then, when ``alpha_passive`` is given, for its passive control (reward 0, same
-        state, next control active). Returns the new Whittle indices (Eq. 9). Parameters are not checked
-        (see :func:`~oasis.robot.scheduling.equations.q_update`)."""
+        ``g``, next value ``q_next`` and the children's summed values ``bonus``; then, when ``alpha_passive``
+        is given, for its passive control (reward 0, same state, next control active). Returns each state
+        with its new Whittle index (Eq. 9). Parameters are not checked (see
+        :func:`~oasis.robot.scheduling.equations.q_update`)."""
         q, q_init = self._q, self.q_init
-        bonus = 0.0
-        for child in children:
-            crow = q.get(child)
-            bonus += q_init if crow is None else max(crow[0], crow[1])
-        out: list[float] = []
+        out: list[tuple[str, float]] = []
         for state in states:
             row = q.get(state)
             if row is None:
@@ -95,7 +90,7 @@ class QTable:
             if alpha_passive is not None:
                 # Eq. 10, passive control: reward 0, same state, next control active
                 row[0] = q_update_summed(row[0], 0.0, row[1], 0.0, alpha_passive, gamma)
-            out.append(whittle_index(row[1], row[0]))
+            out.append((state, whittle_index(row[1], row[0])))
         return out
 
     def seed(self, state: str, q_passive: float, q_active: float) -> None:
