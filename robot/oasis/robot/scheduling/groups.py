@@ -43,14 +43,10 @@ class GroupQueue:
     def push(self, item: int, key: float) -> None:
         """Queue ``item`` with priority ``key`` (or re-key it; an unchanged key keeps its place)."""
         seqs = self._seq
-        try:
-            old = seqs[item]
-        except IndexError:  # a new item: grow the columns
-            while item >= len(seqs):
-                seqs.append(0)
-                self._key.append(0.0)
-            old = 0
-        if old:
+        while item >= len(seqs):
+            seqs.append(0)
+            self._key.append(0.0)
+        if seqs[item]:
             if self._key[item] == key:
                 return
         else:
