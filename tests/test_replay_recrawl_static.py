@@ -37,5 +37,7 @@ def test_recrawl_costs_at_most_one_percent_on_a_static_web(capsys: pytest.Captur
 def test_recrawl_initial_rate_option(capsys: pytest.CaptureFixture[str]) -> None:
     res = run(capsys, 100, "--recrawl", "whittle", "--recrawl-initial-rate", "0.001")
     assert res["policies"]["bfs"]["fetches"] == 100
+    res = run(capsys, 100, "--recrawl", "whittle", "--recrawl-initial-rate", "elapsed")
+    assert res["policies"]["bfs"]["fetches"] == 100
     bad = ["replay", "--corpus", SYN, "--recrawl", "whittle", "--recrawl-initial-rate", "0", "--json"]
     assert main(bad) == 2

@@ -133,3 +133,16 @@ def test_pooled_prior_hand_worked_and_learns_from_every_page() -> None:
     assert 5.0 / math.expm1(5.0 * lam_b) == pytest.approx(70.0, rel=1e-6)
     # without a pool the estimator keeps its fixed prior (the research harness's behaviour)
     assert ChangeRateEstimator(prior_rate=0.2).rate() == 0.2
+
+
+def test_scale_free_pooled_prior_uses_the_elapsed_time() -> None:
+    pool = PooledChangeRate(initial_rate=None, prior_changes=0.1)
+    pool.clock(2.0, 12.0)  # a page fetched at t = 2 looked at t = 12: 10 time units elapsed
+    assert pool.rate() == pytest.approx(0.1 / 10.0)
+    pool.observe(30.0, False)
+    pool.clock(2.0, 42.0)
+    assert pool.rate() == pytest.approx(0.1 / (30.0 + 40.0))
+    hook = WhittleRecrawl(prior_rate=None)
+    assert hook(RecrawlArm("u", 1.0, 0.0, 0.0, 1, 0), 100.0) > 0.0
+    with pytest.raises(ValueError):
+        WhittleRecrawl(prior_rate=None, pooled=False)

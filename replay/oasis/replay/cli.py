@@ -94,10 +94,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument(
         "--recrawl-initial-rate",
-        type=float,
         default=None,
-        help="change rate per step assumed before any re-crawl observation; the pooled prior learned from "
-        "all pages' re-crawls replaces it (default: WhittleRecrawl's)",
+        help="change rate per step assumed before any re-crawl observation, or 'elapsed' (scale-free: a "
+        "fraction of a change over the crawl's elapsed time); the pooled prior learned from all pages' "
+        "re-crawls replaces it (default: WhittleRecrawl's)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout (and nothing else)")
     p.add_argument("--out", type=Path, default=None, help="write results.json and PNG plots here")
@@ -162,10 +162,16 @@ def run(args: argparse.Namespace) -> int:
         from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
         recrawl = functools.partial(WhittleRecrawl)
-        if args.recrawl_initial_rate is not None:
-            if not args.recrawl_initial_rate > 0:
-                return _fail("--recrawl-initial-rate must be > 0")
-            recrawl = functools.partial(WhittleRecrawl, prior_rate=args.recrawl_initial_rate)
+        if args.recrawl_initial_rate == "elapsed":
+            recrawl = functools.partial(WhittleRecrawl, prior_rate=None)
+        elif args.recrawl_initial_rate is not None:
+            try:
+                rate0 = float(args.recrawl_initial_rate)
+            except ValueError:
+                rate0 = 0.0
+            if not rate0 > 0:
+                return _fail("--recrawl-initial-rate must be > 0 or 'elapsed'")
+            recrawl = functools.partial(WhittleRecrawl, prior_rate=rate0)
     experiment = Experiment(prepared, cfg, q_tables=q_tables, recrawl=recrawl)
     bar = tqdm(
         total=experiment.total_steps(),

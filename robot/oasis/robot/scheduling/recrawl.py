@@ -279,10 +279,15 @@ class PooledChangeRate:
     unchanged observation time t multiplies the likelihood by exp(-lam t), so with no change seen the
     posterior mean is 1 / (T_i + 1/lam_pool) <= lam_pool, falling with the document's own time *and* with
     every unchanged re-crawl anywhere.
+
+    ``initial_rate=None`` (scale-free): no rate constant at all; the c pseudo-changes are spread over the
+    crawl's elapsed time instead of c / lam0, lam_pool = (K + c) / (E + elapsed) -- before any observation,
+    "c changes in the time the crawl has been running", which needs no time unit. The caller advances
+    ``elapsed`` (:meth:`clock`).
     """
 
-    def __init__(self, initial_rate: float = 0.1, prior_changes: float = PRIOR_CHANGES) -> None:
-        if not (initial_rate > 0 and math.isfinite(initial_rate)):
+    def __init__(self, initial_rate: float | None = 0.1, prior_changes: float = PRIOR_CHANGES) -> None:
+        if initial_rate is not None and not (initial_rate > 0 and math.isfinite(initial_rate)):
             raise ValueError(f"initial_rate must be finite and > 0, got {initial_rate}")
         if not (prior_changes > 0 and math.isfinite(prior_changes)):
             raise ValueError(f"prior_changes must be finite and > 0, got {prior_changes}")
@@ -290,6 +295,13 @@ class PooledChangeRate:
         self.prior_changes = prior_changes
         self.changes = 0  # K: observed intervals that saw a change
         self.exposure = 0.0  # E: total observed time
+        self.start = math.inf  # earliest fetch time seen (scale-free prior)
+        self.elapsed = 0.0
+
+    def clock(self, fetched_at: float, now: float) -> None:
+        """A document fetched at ``fetched_at`` was looked at ``now``: advance the crawl's elapsed time."""
+        self.start = min(self.start, fetched_at)
+        self.elapsed = max(self.elapsed, now - self.start)
 
     def observe(self, interval: float, changed: bool) -> None:
         self.exposure += interval
@@ -302,7 +314,8 @@ class PooledChangeRate:
 
     def rate(self) -> float:
         c = self.prior_changes
-        return (self.changes + c) / (self.exposure + c / self.initial_rate)
+        pseudo = c / self.initial_rate if self.initial_rate is not None else max(self.elapsed, 1e-12)
+        return (self.changes + c) / (self.exposure + pseudo)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -431,12 +444,19 @@ class WhittleRecrawl(PerDocumentTracker):
     """
 
     def __init__(
-        self, *, period: float = 1.0, prior_rate: float = 0.1, window: int = 256, pooled: bool = True
+        self,
+        *,
+        period: float = 1.0,
+        prior_rate: float | None = 0.1,
+        window: int = 256,
+        pooled: bool = True,
     ) -> None:
         if not period > 0:
             raise ValueError("period must be > 0")
         super().__init__()
         self.period = period
+        if prior_rate is None and not pooled:
+            raise ValueError("a scale-free prior (prior_rate=None) needs pooled=True")
         self.prior_rate = prior_rate
         self.window = window
         self.pool: PooledChangeRate | None = PooledChangeRate(prior_rate) if pooled else None
@@ -446,7 +466,11 @@ class WhittleRecrawl(PerDocumentTracker):
             fetches=arm.fetches,
             changes=arm.changes,
             last_fetch=arm.last_fetch,
-            estimator=ChangeRateEstimator(prior_rate=self.prior_rate, window=self.window, pool=self.pool),
+            estimator=ChangeRateEstimator(
+                prior_rate=self.prior_rate if self.prior_rate is not None else 1.0,
+                window=self.window,
+                pool=self.pool,
+            ),
         )
 
     def _fetched(self, h: DocHistory, interval: float, changed: bool) -> None:
@@ -457,5 +481,7 @@ class WhittleRecrawl(PerDocumentTracker):
         return self._history(arm).estimator.rate()
 
     def __call__(self, arm: CrawledDoc, now: float) -> float:
+        if self.pool is not None:
+            self.pool.clock(arm.last_fetch, now)
         rate = self.rate(arm)
         return recrawl_index(arm.relevance, rate, max(0.0, now - arm.last_fetch), period=self.period)
