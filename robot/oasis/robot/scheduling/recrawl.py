@@ -21,7 +21,11 @@ relevance and state = expected staleness, and :func:`recrawl_index` returns it.
 Unit: Theorem 1's index is the passivity subsidy (reward per period) at which crawling and waiting are
 equally good, measured in the unit of the state, here relevance. It lies in [0, r / C]: near 0 just after a
 crawl, tending to r / C when the copy is almost surely stale. A fringe document's expected relevance gain
-per fetch is likewise relevance per fetch, so both can sit in one priority queue (highest first).
+per fetch is likewise relevance per fetch, so both can sit in one priority queue (highest first). Why this
+is what one fetch adds to the collection's quality (papers/004 Eqs. 1-2): with no deletions S_C <= S_V, so
+R = S_CV / S_V <= F = S_CV / S_C and recall binds in M = min(R, F); a new page of relevance r and a
+refreshed stale page of relevance r each add r / S_V to M (when deletions make F bind, a new page adds only
+r (1 - F) / S_C against r / S_C for a refresh; that weighting is not applied).
 
 (Not to be confused with :func:`oasis.robot.scheduling.equations.whittle_index`, the learned index
 v(x) = Q(x,1) - Q(x,0) of papers/004 Eq. 9 for fringe documents.)
