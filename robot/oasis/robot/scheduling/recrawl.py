@@ -443,8 +443,9 @@ class WhittleRecrawl(PerDocumentTracker):
 
     ``pooled`` (default): the documents' prior is learned from all of them (:class:`PooledChangeRate`, an
     empirical-Bayes prior); ``prior_rate`` is then only its value before the first re-crawl observation
-    (half a pseudo-change), so on a web where nothing changes the rates fall with every unchanged re-crawl
-    anywhere. ``pooled=False``: the fixed ``prior_rate`` of each document's own estimator.
+    (``PRIOR_CHANGES`` pseudo-changes; None: scale-free, spread over the crawl's elapsed time), so on a web
+    where nothing changes the rates fall with every unchanged re-crawl anywhere. ``pooled=False``: the fixed
+    ``prior_rate`` of each document's own estimator.
     """
 
     def __init__(
