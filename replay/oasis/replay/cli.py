@@ -13,6 +13,7 @@ imports only the standard library; the harness is imported when the command runs
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -91,6 +92,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="re-crawl retrieved pages: never, or by the ephemeral-content Whittle index with online "
         "change-rate estimates (oasis.robot.scheduling.recrawl, papers/002)",
     )
+    p.add_argument(
+        "--recrawl-initial-rate",
+        default=None,
+        help="change rate per step assumed before any re-crawl observation, or 'elapsed' (scale-free: a "
+        "fraction of a change over the crawl's elapsed time); the pooled prior learned from all pages' "
+        "re-crawls replaces it (default: WhittleRecrawl's)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout (and nothing else)")
     p.add_argument("--out", type=Path, default=None, help="write results.json and PNG plots here")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -149,11 +157,21 @@ def run(args: argparse.Namespace) -> int:
         prepared = prepare(corpus, args.topic, seed_urls=args.seed_url, anchors=not args.no_anchors)
     except (ValueError, OSError) as exc:
         return _fail(f"cannot load corpus {args.corpus!r}: {exc}")
-    recrawl = None
+    recrawl: functools.partial[WhittleRecrawl] | None = None
     if args.recrawl == "whittle":
         from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
-        recrawl = WhittleRecrawl
+        recrawl = functools.partial(WhittleRecrawl)
+        if args.recrawl_initial_rate == "elapsed":
+            recrawl = functools.partial(WhittleRecrawl, prior_rate=None)
+        elif args.recrawl_initial_rate is not None:
+            try:
+                rate0 = float(args.recrawl_initial_rate)
+            except ValueError:
+                rate0 = 0.0
+            if not rate0 > 0:
+                return _fail("--recrawl-initial-rate must be > 0 or 'elapsed'")
+            recrawl = functools.partial(WhittleRecrawl, prior_rate=rate0)
     experiment = Experiment(prepared, cfg, q_tables=q_tables, recrawl=recrawl)
     bar = tqdm(
         total=experiment.total_steps(),

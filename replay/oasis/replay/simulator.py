@@ -164,6 +164,7 @@ class Replay:
         fetched: list[int] = []
         fetched_rel: list[float] = []
         exhausted = False
+        recrawls = 0
         for t in range(1, steps + 1):
             now = float(t)
             batch = [] if exhausted else controller.next_batch(m, now)
@@ -172,12 +173,16 @@ class Replay:
             for url in batch:
                 i = index[url]
                 r = rel[i]
+                kind: FetchKind = "new"
                 if not got[i]:
                     got[i] = 1
                     acc += r
+                else:  # a re-crawl of a page that never changes (issue 16: it was reported "new")
+                    kind = "unchanged"
+                    recrawls += 1
                 fetched.append(i)
                 fetched_rel.append(r)
-                controller.report(FetchOutcome(url, "new", r, self.links(i)), now)
+                controller.report(FetchOutcome(url, kind, r, self.links(i)), now)
             R.append(recall_from_sums(acc, total))
             if progress is not None:
                 progress(1)
@@ -187,8 +192,8 @@ class Replay:
             M=list(R),
             fetched=fetched,
             fetched_relevance=fetched_rel,
-            first_fetches=len(fetched),
-            recrawls=0,
+            first_fetches=len(fetched) - recrawls,
+            recrawls=recrawls,
         )
 
     # -- changing web ----------------------------------------------------------------------------------

@@ -94,6 +94,7 @@ class _Controller:
         self._flight = 0
         self._reward_sum = 0.0  # first-retrieval rewards, for the mean value of a fringe fetch
         self._reward_n = 0
+        self._reward_recent = 0.0  # their running mean over about the last REWARD_MEMORY first fetches
 
     # -- the policy-specific part ----------------------------------------------------------------------
 
@@ -106,9 +107,20 @@ class _Controller:
     def _pop_fringe(self, host_ready: HostReady | None) -> int | None:
         raise NotImplementedError
 
+    # first fetches the fringe value's floor remembers (issue 16; chosen on synthetic webs)
+    REWARD_MEMORY = 64
+
     def _fringe_value(self) -> float:
-        """The value of the best fringe fetch, in the unit of the re-crawl index."""
-        return self._reward_sum / self._reward_n if self._reward_n else 0.0
+        """The value of the best fringe fetch, in the unit of the re-crawl index (relevance gained per fetch).
+
+        The floor: what fringe fetches have been finding lately, the running mean of the last
+        ~``REWARD_MEMORY`` first-retrieval rewards (Eq. 11, g = r of the new page). Policies whose fringe key
+        is a relevance estimate take the larger of it and the floor (a key of 0 -- a page found by a hub of
+        no relevance -- does not mean the page is worth nothing: issue 16's collapse)."""
+        return self._reward_recent
+
+    def _note_first_reward(self, g: float) -> None:
+        self._reward_recent += (g - self._reward_recent) / min(self._reward_n, self.REWARD_MEMORY)
 
     def _requeue(self, doc: int) -> None:
         raise NotImplementedError
@@ -209,6 +221,7 @@ class _Controller:
         if was_fringe and kind == NEW:
             self._reward_sum += g
             self._reward_n += 1
+            self._note_first_reward(g)
         added: list[int] = []
         added_urls: list[str] = []
         if kind != DELETED:
@@ -357,6 +370,7 @@ class _Controller:
         docs.seq = int(state.get("seq", 0))
         self._reward_sum, n = state.get("reward", [0.0, 0])
         self._reward_n = int(n)
+        self._reward_recent = self._reward_sum / self._reward_n if self._reward_n else 0.0
         order = [int(d) for d in state.get("fringe", [])]
         order += [d for d in states if d not in set(order)]
         for doc in order:
@@ -456,7 +470,7 @@ class GreedyParentController(_KeyedController):
 
     def _fringe_value(self) -> float:
         top = self._fringe.peek()
-        return top[1] if top is not None else 0.0
+        return max(top[1] if top is not None else 0.0, super()._fringe_value())
 
     def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
         docs = self.docs
@@ -479,7 +493,7 @@ class GreedyOracleController(_KeyedController):
 
     def _fringe_value(self) -> float:
         top = self._fringe.peek()
-        return top[1] if top is not None else 0.0
+        return max(top[1] if top is not None else 0.0, super()._fringe_value())
 
 
 class WhittleController(_Controller):

@@ -21,7 +21,11 @@ relevance and state = expected staleness, and :func:`recrawl_index` returns it.
 Unit: Theorem 1's index is the passivity subsidy (reward per period) at which crawling and waiting are
 equally good, measured in the unit of the state, here relevance. It lies in [0, r / C]: near 0 just after a
 crawl, tending to r / C when the copy is almost surely stale. A fringe document's expected relevance gain
-per fetch is likewise relevance per fetch, so both can sit in one priority queue (highest first).
+per fetch is likewise relevance per fetch, so both can sit in one priority queue (highest first). Why this
+is what one fetch adds to the collection's quality (papers/004 Eqs. 1-2): with no deletions S_C <= S_V, so
+R = S_CV / S_V <= F = S_CV / S_C and recall binds in M = min(R, F); a new page of relevance r and a
+refreshed stale page of relevance r each add r / S_V to M (when deletions make F bind, a new page adds only
+r (1 - F) / S_C against r / S_C for a refresh; that weighting is not applied).
 
 (Not to be confused with :func:`oasis.robot.scheduling.equations.whittle_index`, the learned index
 v(x) = Q(x,1) - Q(x,0) of papers/004 Eq. 9 for fringe documents.)
@@ -169,15 +173,23 @@ class ChangeRateEstimator:
     seen it returns half a change over the observed time, 0.5 / sum(intervals), capped by ``prior_rate`` (the
     corrected MLE would be 0 and starve the document forever). It never falls below ``min_rate``. Only the
     last ``window`` observations are kept, so the estimate follows a drifting rate.
+
+    With a ``pool`` (:class:`PooledChangeRate`, shared by all documents) the prior is learned instead:
+    ``prior_rate`` is ignored, every observation also feeds the pool, and the estimate is the posterior under
+    the pooled exponential prior of mean lam_pool: with no observation lam_pool; with no change seen the
+    posterior mean 1 / (T + 1/lam_pool); otherwise the posterior mode, the MLE above with the prior's
+    1/lam_pool added to the unchanged time (it replaces the half-observation bias correction).
     """
 
     prior_rate: float = 0.1
     min_rate: float = 1e-6
     window: int = 256
+    pool: PooledChangeRate | None = None
     _changed: deque[float] = field(default_factory=deque, repr=False)
     _unchanged: deque[float] = field(default_factory=deque, repr=False)
     _order: deque[tuple[bool, float]] = field(default_factory=deque, repr=False)
     _cached: float | None = field(default=None, repr=False)
+    _cached_pool: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
         if not self.prior_rate > 0:
@@ -193,9 +205,13 @@ class ChangeRateEstimator:
         self._cached = None
         self._order.append((changed, interval))
         (self._changed if changed else self._unchanged).append(interval)
+        if self.pool is not None:
+            self.pool.observe(interval, changed)
         if len(self._order) > self.window:
             old_changed, old_t = self._order.popleft()
             (self._changed if old_changed else self._unchanged).remove(old_t)
+            if self.pool is not None:
+                self.pool.forget(old_t, old_changed)
 
     @property
     def n(self) -> int:
@@ -206,8 +222,27 @@ class ChangeRateEstimator:
         return len(self._changed)
 
     def rate(self) -> float:
+        if self.pool is not None:
+            return self._pooled_rate(self.pool.rate())
         if self._cached is None:
             self._cached = self._rate()
+        return self._cached
+
+    def _pooled_rate(self, lam_pool: float) -> float:
+        if not self._order:
+            return max(self.min_rate, lam_pool)
+        unchanged = sum(self._unchanged)
+        if not self._changed:
+            return max(self.min_rate, 1.0 / (unchanged + 1.0 / lam_pool))
+        # the MLE solve is the costly part: re-use it while the pooled prior moved by less than 1%
+        if (
+            self._cached is not None
+            and self._cached_pool > 0
+            and abs(lam_pool / self._cached_pool - 1) < 0.01
+        ):
+            return self._cached
+        lam = _solve_mle(list(self._changed), unchanged + 1.0 / lam_pool, tol=1e-10, max_iter=200)
+        self._cached, self._cached_pool = max(self.min_rate, lam), lam_pool
         return self._cached
 
     def _rate(self) -> float:
@@ -222,6 +257,69 @@ class ChangeRateEstimator:
         # bias correction: +0.5 unchanged observation at the mean interval
         lam = _solve_mle(list(self._changed), sum(self._unchanged) + 0.5 * mean_t, tol=1e-10, max_iter=200)
         return max(self.min_rate, lam)
+
+
+# pseudo-changes of the pooled prior (issue 16; chosen on synthetic webs, see docs/replay.md)
+PRIOR_CHANGES = 0.1
+
+
+class PooledChangeRate:
+    """Empirical-Bayes prior of every document's change rate, pooled from all documents' observations.
+
+    On a web where nothing changes, a per-document estimate learns slowly (half a change over the document's
+    own observed time, so a document re-fetched once still looks likely to have changed after as long
+    again) and a constant prior never learns at all. Pooling learns from every re-crawl of every document:
+    the prior mean is the rate of the pooled observations,
+
+        lam_pool = (K + c) / (E + c / lam0),
+
+    K the observed intervals that saw a change, E the total observed (re-crawl) time over all documents, and
+    c = ``prior_changes`` pseudo-changes at ``initial_rate`` lam0 (the value before any observation, then
+    overridden by data; c = 1/2 is Cho & Garcia-Molina's correction, a smaller c trusts the data sooner). K
+    counts intervals that saw a change, not changes: a lower estimate when documents change several times
+    between visits, corrected per document by :class:`ChangeRateEstimator`'s likelihood.
+
+    A document's prior is then Gamma(shape 1, rate 1/lam_pool) (an exponential prior of mean lam_pool):
+    unchanged observation time t multiplies the likelihood by exp(-lam t), so with no change seen the
+    posterior mean is 1 / (T_i + 1/lam_pool) <= lam_pool, falling with the document's own time *and* with
+    every unchanged re-crawl anywhere.
+
+    ``initial_rate=None`` (scale-free): no rate constant at all; the c pseudo-changes are spread over the
+    crawl's elapsed time instead of c / lam0, lam_pool = (K + c) / (E + elapsed) -- before any observation,
+    "c changes in the time the crawl has been running", which needs no time unit. The caller advances
+    ``elapsed`` (:meth:`clock`).
+    """
+
+    def __init__(self, initial_rate: float | None = 0.1, prior_changes: float = PRIOR_CHANGES) -> None:
+        if initial_rate is not None and not (initial_rate > 0 and math.isfinite(initial_rate)):
+            raise ValueError(f"initial_rate must be finite and > 0, got {initial_rate}")
+        if not (prior_changes > 0 and math.isfinite(prior_changes)):
+            raise ValueError(f"prior_changes must be finite and > 0, got {prior_changes}")
+        self.initial_rate = initial_rate
+        self.prior_changes = prior_changes
+        self.changes = 0  # K: observed intervals that saw a change
+        self.exposure = 0.0  # E: total observed time
+        self.start = math.inf  # earliest fetch time seen (scale-free prior)
+        self.elapsed = 0.0
+
+    def clock(self, fetched_at: float, now: float) -> None:
+        """A document fetched at ``fetched_at`` was looked at ``now``: advance the crawl's elapsed time."""
+        self.start = min(self.start, fetched_at)
+        self.elapsed = max(self.elapsed, now - self.start)
+
+    def observe(self, interval: float, changed: bool) -> None:
+        self.exposure += interval
+        self.changes += int(changed)
+
+    def forget(self, interval: float, changed: bool) -> None:
+        """An observation left a document's window."""
+        self.exposure = max(0.0, self.exposure - interval)
+        self.changes = max(0, self.changes - int(changed))
+
+    def rate(self) -> float:
+        c = self.prior_changes
+        pseudo = c / self.initial_rate if self.initial_rate is not None else max(self.elapsed, 1e-12)
+        return (self.changes + c) / (self.exposure + pseudo)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -342,22 +440,42 @@ class WhittleRecrawl(PerDocumentTracker):
     Each call compares the arm's fetch/change counters with the ones it saw last time; a new fetch adds one
     observation (interval since the previous fetch, changed or not) to that document's
     :class:`ChangeRateEstimator`. The value is :func:`recrawl_index` at age ``now - last_fetch``.
+
+    ``pooled`` (default): the documents' prior is learned from all of them (:class:`PooledChangeRate`, an
+    empirical-Bayes prior); ``prior_rate`` is then only its value before the first re-crawl observation
+    (``PRIOR_CHANGES`` pseudo-changes; None: scale-free, spread over the crawl's elapsed time), so on a web
+    where nothing changes the rates fall with every unchanged re-crawl anywhere. ``pooled=False``: the fixed
+    ``prior_rate`` of each document's own estimator.
     """
 
-    def __init__(self, *, period: float = 1.0, prior_rate: float = 0.1, window: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        period: float = 1.0,
+        prior_rate: float | None = 0.1,
+        window: int = 256,
+        pooled: bool = True,
+    ) -> None:
         if not period > 0:
             raise ValueError("period must be > 0")
         super().__init__()
         self.period = period
+        if prior_rate is None and not pooled:
+            raise ValueError("a scale-free prior (prior_rate=None) needs pooled=True")
         self.prior_rate = prior_rate
         self.window = window
+        self.pool: PooledChangeRate | None = PooledChangeRate(prior_rate) if pooled else None
 
     def _first_seen(self, arm: CrawledDoc) -> DocHistory:
         return DocHistory(
             fetches=arm.fetches,
             changes=arm.changes,
             last_fetch=arm.last_fetch,
-            estimator=ChangeRateEstimator(prior_rate=self.prior_rate, window=self.window),
+            estimator=ChangeRateEstimator(
+                prior_rate=self.prior_rate if self.prior_rate is not None else 1.0,
+                window=self.window,
+                pool=self.pool,
+            ),
         )
 
     def _fetched(self, h: DocHistory, interval: float, changed: bool) -> None:
@@ -368,5 +486,7 @@ class WhittleRecrawl(PerDocumentTracker):
         return self._history(arm).estimator.rate()
 
     def __call__(self, arm: CrawledDoc, now: float) -> float:
+        if self.pool is not None:
+            self.pool.clock(arm.last_fetch, now)
         rate = self.rate(arm)
         return recrawl_index(arm.relevance, rate, max(0.0, now - arm.last_fetch), period=self.period)
