@@ -119,9 +119,6 @@ class _Controller:
         no relevance -- does not mean the page is worth nothing: issue 16's collapse)."""
         return self._reward_recent
 
-    def _note_first_reward(self, g: float) -> None:
-        self._reward_recent += (g - self._reward_recent) / min(self._reward_n, self.REWARD_MEMORY)
-
     def _requeue(self, doc: int) -> None:
         raise NotImplementedError
 
@@ -221,7 +218,8 @@ class _Controller:
         if was_fringe and kind == NEW:
             self._reward_sum += g
             self._reward_n += 1
-            self._note_first_reward(g)
+            # the running mean of about the last REWARD_MEMORY first-retrieval rewards (_fringe_value's floor)
+            self._reward_recent += (g - self._reward_recent) / min(self._reward_n, self.REWARD_MEMORY)
         added: list[int] = []
         added_urls: list[str] = []
         if kind != DELETED:
