@@ -562,8 +562,7 @@ class WhittleController(_Controller):
     ) -> None:
         state = self.learning.discovered(doc, url, parent_url, parent_rel, anchor_rel, depth)
         self._tie[doc] = parent_rel + anchor_rel
-        # _add_to_group(doc, state), inlined: once per discovered link (~2% of a decision's instructions);
-        # tests/test_scheduling_fastpaths.py checks it leaves what _add_to_group leaves
+        # _add_to_group(doc, state), inlined: once per discovered link
         groups = self.groups
         gid = groups.add(doc, state)
         if groups.live[gid] == 1:
