@@ -261,8 +261,8 @@ def test_table_host_equals_host_of(url: str) -> None:
 @settings(max_examples=25, deadline=None)
 @given(state=st.sampled_from(STATE_NAMES), seed=st.integers(0, 10_000))
 def test_enqueue_keeps_groups_queue_and_exploration_consistent(state: str, seed: int) -> None:
-    """WhittleController._enqueue (the per-link path, with _add_to_group inlined) leaves what _add_to_group
-    leaves: every fringe document in the exploration array, the groups with documents queued at v(x)."""
+    """WhittleController._enqueue (the per-link path) leaves what _add_to_group should leave: every fringe
+    document in the exploration array, the groups with documents queued at v(x)."""
     ctl = make_controller(
         "whittle", rng=random.Random(seed), config=ControllerConfig(state=state, epsilon=0.3)
     )

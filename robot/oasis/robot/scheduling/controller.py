@@ -562,14 +562,7 @@ class WhittleController(_Controller):
     ) -> None:
         state = self.learning.discovered(doc, url, parent_url, parent_rel, anchor_rel, depth)
         self._tie[doc] = parent_rel + anchor_rel
-        # _add_to_group(doc, state), inlined: once per discovered link
-        groups = self.groups
-        gid = groups.add(doc, state)
-        if groups.live[gid] == 1:
-            self.queue.push(gid, self.learning.q.index(state))
-        if self._explore:
-            self._fringe_pos[doc] = len(self._fringe_arr)
-            self._fringe_arr.append(doc)
+        self._add_to_group(doc, state)
 
     def _requeue(self, doc: int) -> None:
         state = self._states[doc]
