@@ -4,6 +4,7 @@
 # usage: bench/scheduler_instructions.sh CHECKOUT POLICY   (CHECKOUT: a checkout with its .venv set up;
 # -P keeps checkouts of the old layout, whose root oasis/ folder shadowed the package, working too)
 root=$1; pol=$2
+export PYTHONHASHSEED=0  # string hashes fixed: dict and set layouts, hence instruction counts, repeat exactly
 ir() {
   (cd "$root" && valgrind --tool=callgrind --callgrind-out-file=/dev/null .venv/bin/python -P -m oasis.cli bench scheduler \
      --sizes 20000 --policies "$pol" --decisions "$1" --json-out /tmp/sched_ir_$$.json 2>&1 | awk '/Collected/ {print $4}')
