@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -73,13 +73,6 @@ def search(engine: LocalEngine, query: str) -> list[engine_pb2.Hit]:
             engine_pb2.SearchRequest(query=query, limit=50), timeout=10
         )
     return list(reply.hits)
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[LocalEngine]:
-    e = LocalEngine(tmp_path / "index")
-    yield e
-    e.close()
 
 
 def ten_mb_chunked(h: BaseHTTPRequestHandler) -> None:

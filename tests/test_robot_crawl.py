@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,13 +30,6 @@ from oasis.runtime.clients import EngineClient
 from oasis.v1 import engine_pb2, engine_pb2_grpc
 
 DELAY = 0.05
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[LocalEngine]:
-    e = LocalEngine(tmp_path / "index")
-    yield e
-    e.close()
 
 
 def min_gap(web: LocalWeb) -> float:

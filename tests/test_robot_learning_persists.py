@@ -29,13 +29,6 @@ INTERVAL = 10
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[LocalEngine]:
-    e = LocalEngine(tmp_path / "index")
-    yield e
-    e.close()
-
-
-@pytest.fixture
 def web() -> Iterator[LocalWeb]:
     w = LocalWeb().start()
     for i in range(N_PAGES):

@@ -32,13 +32,6 @@ def build_web(web: LocalWeb) -> None:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[LocalEngine]:
-    e = LocalEngine(tmp_path / "index")
-    yield e
-    e.close()
-
-
-@pytest.fixture
 def web() -> Iterator[LocalWeb]:
     w = LocalWeb().start()
     build_web(w)
