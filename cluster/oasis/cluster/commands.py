@@ -73,7 +73,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     index = sub.add_parser("index", help="bulk-load local HTML files or folders into one engine")
     _add_state_dir(index)
     index.add_argument("--engine", required=True, help="engine (topic) name")
-    index.add_argument("--base-url", default="http://files.local/", help="URL prefix for file paths")
+    index.add_argument(
+        "--base-url",
+        default=None,
+        help="URL prefix for the paths relative to each named folder (default: http://files.local followed "
+        "by each file's absolute path, so that two trees never share a URL)",
+    )
     index.add_argument("paths", nargs="+", type=Path)
     index.set_defaults(func=cmd_index)
 
@@ -149,9 +154,16 @@ def _load(args: argparse.Namespace) -> Cluster | None:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    cluster = _load(args)
-    if cluster is None:
-        return 1
+    from oasis.cluster.launcher import Cluster, NoCluster
+
+    try:
+        cluster = Cluster.load(_state_dir(args))
+    except NoCluster as exc:  # lost or truncated state: stop what can be found by command line in /proc
+        cluster = Cluster.recover(_state_dir(args))
+        if not cluster.services:
+            print(f"oasis: {exc}", file=sys.stderr)
+            return 1
+        print(f"oasis down: {exc}; found {len(cluster.services)} running services by their command lines")
     stopped = cluster.down()
     print(f"stopped {len(stopped)} services: {', '.join(stopped) or '-'}")
     return 0
@@ -318,13 +330,23 @@ def html_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
             yield path.resolve(), common
 
 
-def documents_from_files(paths: list[Path], base_url: str) -> Iterator[IndexDocument]:
+DEFAULT_FILES_HOST = "http://files.local"
+
+
+def documents_from_files(paths: list[Path], base_url: str | None = None) -> Iterator[IndexDocument]:
+    """One document per HTML file; its URL is ``base_url`` + the path relative to its root, or (no
+    ``base_url``) ``http://files.local`` + its absolute path, distinct for every file on this machine."""
+    from urllib.parse import quote
+
     from oasis.runtime.clients import IndexDocument
     from oasis.runtime.html import parse_html
 
-    base = base_url if base_url.endswith("/") else base_url + "/"
+    base = None if base_url is None else base_url if base_url.endswith("/") else base_url + "/"
     for f, root in html_files(paths):
-        url = base + f.relative_to(root).as_posix()
+        if base is None:
+            url = DEFAULT_FILES_HOST + quote(f.resolve().as_posix())
+        else:
+            url = base + f.relative_to(root).as_posix()
         try:
             page = parse_html(f.read_bytes(), url)
         except OSError as exc:
@@ -371,6 +393,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     for url, reason in report.rejected[:10]:
         print(f"  rejected {url}: {reason}")
+    if report.rejected:
+        print(f"oasis index: the engine rejected {len(report.rejected)} file(s)", file=sys.stderr)
+        return 1
     return 0
 
 

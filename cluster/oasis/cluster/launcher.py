@@ -2,12 +2,18 @@
 reports SERVING, record it in a state file, and stop everything cleanly.
 
 The state file (``STATE_DIR/cluster.json``) is how the other commands (status, search, index, down, restart)
-find a running cluster.
+find a running cluster. One cluster per state folder: ``oasis up`` holds an exclusive lock on
+``STATE_DIR/lock`` while it starts services (and for as long as it runs in the foreground), and refuses a
+folder whose services are still running. A recorded pid is signalled only while it is still the process
+that was started (same start time, command line naming its address file in this folder), and when
+``cluster.json`` is lost or truncated ``oasis down`` finds the services by their command lines in /proc.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import itertools
 import json
 import logging
 import os
@@ -31,6 +37,9 @@ from oasis.runtime.spawn import SpawnError, log_tail, spawn_service
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "cluster.json"
+LOCK_FILE = "lock"
+# stop order when the state file is lost: robots first, the directory last (the order ``bring_up`` reverses)
+_STOP_ORDER = ("robot", "web", "broker", "engine", "directory")
 DEFAULT_STATE_DIR = Path(".oasis")
 
 
@@ -51,6 +60,7 @@ class ServiceRecord:
     log: str
     argv: list[str]
     extra: dict[str, Any] = field(default_factory=dict)
+    started: int = 0  # the process's start time (clock ticks after boot, /proc/PID/stat); 0: unknown
 
     @property
     def port(self) -> int:
@@ -84,6 +94,73 @@ def _alive(pid: int) -> bool:
     return done == 0
 
 
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks after boot, field 22 of /proc/PID/stat); None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # the command name may hold spaces and parentheses
+    return int(fields[19])
+
+
+def _cmdline(pid: int) -> list[str]:
+    """The command line of ``pid`` from /proc ([] if it is gone or unreadable)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]]
+
+
+def processes_of(state_dir: Path) -> list[int]:
+    """Pids of the live service processes this launcher started for ``state_dir``, found in /proc by their
+    command line (``--address-file STATE_DIR/run/NAME.json``): works without ``cluster.json``."""
+    run = str(Path(state_dir).resolve() / "run") + os.sep
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        argv = _cmdline(int(entry.name))
+        value = _address_file_arg(argv)
+        if value is not None and value.startswith(run) and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _address_file_arg(argv: Sequence[str]) -> str | None:
+    for flag, value in itertools.pairwise(argv):
+        if flag == "--address-file":
+            return value
+    return None
+
+
+class StateDirLock:
+    """An exclusive ``flock`` on ``STATE_DIR/lock`` (released when the holder exits, even by kill -9)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.path = state_dir / LOCK_FILE
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise LaunchError(
+                f"a cluster is already starting or running in {state_dir} (`oasis up` pid {holder} holds "
+                f"{self.path}): one cluster per state folder; `oasis down --state-dir {state_dir}` first"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
 class Cluster:
     """Processes of one local cluster, described by a state directory."""
 
@@ -91,6 +168,7 @@ class Cluster:
         self.state_dir = state_dir.resolve()
         self.services: list[ServiceRecord] = []
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.lock: StateDirLock | None = None  # held by `oasis up` while it starts (and runs) the cluster
 
     # ------------------------------------------------------------------ state file
     @property
@@ -109,8 +187,43 @@ class Cluster:
             raise NoCluster(f"no cluster in {cluster.state_dir}: start one with `oasis up`") from exc
         except (OSError, json.JSONDecodeError) as exc:
             raise NoCluster(f"unreadable cluster state {cluster.state_path}: {exc}") from exc
-        cluster.services = [ServiceRecord(**s) for s in data.get("services", [])]
+        try:
+            cluster.services = [ServiceRecord(**s) for s in data.get("services", [])]
+        except (TypeError, AttributeError) as exc:
+            raise NoCluster(f"unreadable cluster state {cluster.state_path}: {exc}") from exc
         return cluster
+
+    @classmethod
+    def recover(cls, state_dir: Path) -> Cluster:
+        """The cluster as far as it can be found without ``cluster.json``: every live process whose command
+        line names an address file of this state folder (name from the file, address from its contents
+        when readable), in stop order. Empty when nothing of this folder runs."""
+        cluster = cls(state_dir)
+        records = []
+        for pid in processes_of(cluster.state_dir):
+            argv = _cmdline(pid)
+            run_file = Path(_address_file_arg(argv) or "")
+            kind = next((a.split(".")[-1] for a in argv if a.startswith("oasis.")), "unknown")
+            address = ""
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                info = json.loads(run_file.read_text())
+                address = str(info.get("address", "")) if int(info.get("pid", -1)) == pid else ""
+            started = start_time(pid) or 0
+            records.append(ServiceRecord(run_file.stem, kind, address, pid, "", argv[1:], {}, started))
+        order = {k: i for i, k in enumerate(_STOP_ORDER)}
+        # down() stops in reverse record order
+        cluster.services = sorted(records, key=lambda r: order.get(r.kind, -1), reverse=True)
+        return cluster
+
+    def owns(self, record: ServiceRecord) -> bool:
+        """Is ``record.pid`` still the process this launcher started (alive, same start time when known,
+        command line naming ``run/NAME.json`` of this state folder)? A recycled pid is never ours."""
+        if record.pid <= 0 or not _alive(record.pid):
+            return False
+        if record.started and start_time(record.pid) != record.started:
+            return False
+        expected = str(self.state_dir / "run" / f"{record.name}.json")
+        return _address_file_arg(_cmdline(record.pid)) == expected
 
     def get(self, name: str) -> ServiceRecord:
         for s in self.services:
@@ -154,7 +267,9 @@ class Cluster:
         if grpc_health:
             self._wait_serving(name, proc, address, log_path, timeout)
         extra = {k: v for k, v in service.info.items() if k not in {"address", "pid"}}
-        record = ServiceRecord(name, kind, address, proc.pid, str(log_path), list(argv), extra)
+        record = ServiceRecord(
+            name, kind, address, proc.pid, str(log_path), list(argv), extra, start_time(proc.pid) or 0
+        )
         self.services = [s for s in self.services if s.name != name] + [record]
         self.save()
         logger.info("%s %s up on %s (pid %d)", kind, name, address, proc.pid)
@@ -189,11 +304,14 @@ class Cluster:
             # to outlive us, and are stopped through their recorded pid.
             proc.returncode = proc.returncode if proc.returncode is not None else 0
         self._procs.clear()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     def restart(self, name: str, timeout: float = 30.0) -> ServiceRecord:
         """Start a (dead or alive) service again with its recorded command line and port."""
         record = self.get(name)
-        if _alive(record.pid):
+        if self.owns(record):
             self.stop_one(record)
         previous = self._procs.pop(name, None)
         if previous is not None:
@@ -206,7 +324,11 @@ class Cluster:
     def stop_one(self, record: ServiceRecord, grace: float = 10.0) -> bool:
         """SIGTERM (drain), then SIGKILL after ``grace`` seconds. True if it had been running."""
         proc = self._procs.get(record.name)
-        if not _alive(record.pid):
+        if not self.owns(record):
+            if _alive(record.pid):
+                logger.warning(
+                    "pid %d is no longer %s (another process has it): not signalled", record.pid, record.name
+                )
             return False
         try:
             os.kill(record.pid, signal.SIGTERM)
@@ -228,12 +350,19 @@ class Cluster:
         return True
 
     def down(self, grace: float = 10.0) -> list[str]:
-        """Stop every service, newest first (robots before engines before the directory)."""
+        """Stop every service, newest first (robots before engines before the directory), then any other
+        process still running for this state folder (one the state file no longer lists)."""
         stopped = []
         for record in reversed(self.services):
             if self.stop_one(record, grace):
                 stopped.append(record.name)
+        for record in reversed(Cluster.recover(self.state_dir).services):
+            if self.stop_one(record, grace):
+                stopped.append(record.name)
         self.state_path.unlink(missing_ok=True)
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
         return stopped
 
 
@@ -248,14 +377,22 @@ def bring_up(
     """Start directory, engines, broker and (when the config has a web and ``robots``) the replayed web and
     one robot per topic. On any failure, everything started so far is stopped again."""
     cluster = Cluster(state_dir)
+    lock = StateDirLock(cluster.state_dir)  # one `oasis up` at a time per folder
+    running = processes_of(cluster.state_dir)
+    if running:
+        lock.release()
+        raise LaunchError(
+            f"a cluster is already running in {cluster.state_dir} (pids {', '.join(map(str, running))}): "
+            f"`oasis down --state-dir {cluster.state_dir}` first"
+        )
+    cluster.lock = lock
     if cluster.state_path.exists():
         try:
-            existing = Cluster.load(state_dir)
-        except NoCluster:
-            existing = None
-        if existing is not None and any(_alive(s.pid) for s in existing.services):
-            raise LaunchError(f"a cluster is already running in {cluster.state_dir}: `oasis down` first")
-    cluster.state_dir.mkdir(parents=True, exist_ok=True)
+            Cluster.load(cluster.state_dir)
+        except NoCluster as exc:  # nothing of it runs: keep the unreadable file aside, never just delete it
+            aside = cluster.state_path.with_name(f"{STATE_FILE}.unreadable")
+            logger.warning("%s; kept as %s", exc, aside)
+            os.replace(cluster.state_path, aside)
     lvl = ["--log-level", log_level]
     try:
         directory = cluster.start(
