@@ -179,6 +179,7 @@ def test_429_storm_trap_and_slow_host_do_not_stop_the_rest(engine: LocalEngine, 
             allowed_hosts=hosts,
             max_pages=60,
             max_in_flight=4,
+            per_ip_in_flight=4,  # four hosts on 127.0.0.1: this test is about each host on its own
             total_timeout=5.0,
             read_timeout=1.0,
         )

@@ -105,6 +105,7 @@ def run_crawl(args: argparse.Namespace) -> int:
             crawler.start()
             start = time.monotonic()
             total = args.max_pages or None
+            limited = False
             with tqdm(total=total, unit="page", disable=args.no_progress, file=sys.stderr) as bar:
                 while not crawler.wait(0.5):
                     s = crawler.status()
@@ -115,8 +116,10 @@ def run_crawl(args: argparse.Namespace) -> int:
                     )  # fmt: skip
                     bar.refresh()
                     if args.time_limit is not None and time.monotonic() - start > args.time_limit:
+                        limited = True
                         break
-                crawler.stop()
+                # at the time limit, requests in flight are abandoned (fetched again on resume); checkpoint
+                crawler.stop(abandon_in_flight=limited)
                 s = crawler.status()
                 bar.n = s.pages_fetched
                 bar.refresh()

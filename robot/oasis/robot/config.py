@@ -50,6 +50,14 @@ class RobotConfig:
     min_relevance: float = 0.0  # pages scored below this are not indexed (still reported to the controller)
     content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
     max_pages: int = 0  # 0 = no limit
+    # memory and disk bounds (issue 15: hostile webs)
+    max_url_length: int = 2048  # links longer than this are dropped
+    max_links: int = 1000  # links taken from one page (the rest are not even resolved)
+    max_frontier: int = 200_000  # located, unfetched URLs kept; beyond it the least valuable are forgotten
+    per_ip_in_flight: int = 2  # requests in flight to one IP address, over all its hosts (with politeness)
+    ip_interval: float | None = None  # seconds between request starts to one IP; None: min_delay / 2
+    robots_ttl: float = 86400.0  # robots.txt is fetched again after this (RFC 9309 2.4: 24 h) ...
+    robots_min_ttl: float = 60.0  # ... or after its Cache-Control max-age, but never sooner than this
     checkpoint_interval: int = 100  # pages processed between checkpoints
     index_batch: int = 32  # documents per acknowledged Index batch
     index_flush_seconds: float = 2.0  # ... or sooner when the oldest unsent document is this old
@@ -68,7 +76,7 @@ class RobotConfig:
             raise ValueError("name must not be empty")
         if not self.user_agent or not self.robots_agent:
             raise ValueError("user_agent and robots_agent must not be empty")
-        for attr in ("min_delay", "max_crawl_delay", "robots_retry", "max_backoff"):
+        for attr in ("min_delay", "max_crawl_delay", "robots_retry", "max_backoff", "robots_min_ttl"):
             if getattr(self, attr) < 0:
                 raise ValueError(f"{attr} must be >= 0, got {getattr(self, attr)}")
         for attr in (
@@ -77,6 +85,7 @@ class RobotConfig:
             "total_timeout",
             "index_flush_seconds",
             "engine_timeout",
+            "robots_ttl",
         ):
             if getattr(self, attr) <= 0:
                 raise ValueError(f"{attr} must be > 0, got {getattr(self, attr)}")
@@ -90,9 +99,15 @@ class RobotConfig:
             "index_batch",
             "max_response_queue",
             "process_batch",
+            "max_url_length",
+            "max_links",
+            "max_frontier",
+            "per_ip_in_flight",
         ):
             if getattr(self, attr) < 1:
                 raise ValueError(f"{attr} must be >= 1, got {getattr(self, attr)}")
+        if self.ip_interval is not None and self.ip_interval < 0:
+            raise ValueError(f"ip_interval must be >= 0, got {self.ip_interval}")
         if self.max_redirects < 0 or self.max_pages < 0 or self.target_queue < 0:
             raise ValueError("max_redirects, max_pages and target_queue must be >= 0")
         if not 0.0 <= self.min_relevance <= 1.0:
@@ -116,6 +131,17 @@ class RobotConfig:
     @property
     def host_concurrency(self) -> int:
         return self.per_host_in_flight if self.politeness else self.max_in_flight
+
+    @property
+    def ip_concurrency(self) -> int:
+        return self.per_ip_in_flight if self.politeness else self.max_in_flight
+
+    @property
+    def ip_gap(self) -> float:
+        """Seconds between the starts of two requests to one IP address (0 without politeness)."""
+        if not self.politeness:
+            return 0.0
+        return self.min_delay / 2 if self.ip_interval is None else self.ip_interval
 
     @property
     def delay(self) -> float:

@@ -26,6 +26,7 @@ and engine calls happen outside it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -44,7 +45,7 @@ from oasis.robot import fetcher as f
 from oasis.robot.config import RobotConfig
 from oasis.robot.engine_port import EngineLike, IndexDoc, RobotEngineError
 from oasis.robot.fetcher_controller import FetcherController, FetcherControllerConfig
-from oasis.robot.politeness import Politeness
+from oasis.robot.politeness import Politeness, ip_literal
 from oasis.robot.processor import Known, Processed, ResponseProcessor
 from oasis.robot.scheduling import FetchOutcome, RequestController
 from oasis.runtime.files import write_json_atomic
@@ -66,6 +67,7 @@ class _Task:
     host: str
     dispatched: float
     robots: bool = False
+    ip: str = ""  # the host's address, resolved by the robots.txt task
 
 
 @dataclass
@@ -98,8 +100,10 @@ class Crawler:
         fetcher: f.Fetcher | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        resolve: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.config = config
+        self._resolve = resolve if resolve is not None else f._resolve  # hostname -> addresses (a seam)
         self.controller = controller
         self.engine = engine
         self._clock = clock
@@ -120,6 +124,8 @@ class Crawler:
             in_scope=self.in_scope,
             known={},
             min_relevance=config.min_relevance,
+            max_links=config.max_links,
+            max_url_length=config.max_url_length,
         )
         self._lock = threading.RLock()
         self._events: queue.Queue[tuple[_Task, f.FetchResult] | None] = queue.Queue()
@@ -136,6 +142,10 @@ class Crawler:
         )
         self._since_checkpoint = 0
         self._stop = threading.Event()
+        self._hard_stop = (
+            threading.Event()
+        )  # stop(abandon_in_flight=True): do not wait for requests in flight
+        self._next_checkpoint_at = 0.0  # checkpoint writes take at most ~10% of the time (issue 15)
         self._abandon = threading.Event()  # stop() timed out: give up retrying the engine
         self._dispatch_done = threading.Event()
         self._done = threading.Event()
@@ -202,6 +212,7 @@ class Crawler:
         """``host_ready`` for one ``next_batch`` call: each True answer claims one of the host's free
         request slots (the frontier pops one URL per True), so a batch never overbooks a host."""
         claims: Counter[str] = Counter()
+        ip_claims: Counter[str] = Counter()  # and of its address's (per-IP politeness)
         limit = self.config.host_concurrency
 
         def ready(host: str) -> bool:
@@ -211,7 +222,11 @@ class Crawler:
                 return True
             if self.politeness.slot(host).in_flight + claims[host] >= limit:
                 return False
+            ip = self.politeness.ip_of(host)
+            if ip and ip_claims[ip] >= self.politeness.ip_room(host, now):
+                return False
             claims[host] += 1
+            ip_claims[ip] += 1
             return True
 
         return ready
@@ -224,6 +239,8 @@ class Crawler:
             if max_pages is not None:
                 self._max_pages = max_pages
             self._stop.clear()
+            self._hard_stop.clear()
+            self._fetcher.abort(False)
             self._abandon.clear()
             self._dispatch_done.clear()
             self._done.clear()
@@ -246,13 +263,19 @@ class Crawler:
             t.start()
         logger.info("robot %s started (max_pages=%s)", self.config.name, self._max_pages or "unlimited")
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop dispatching, let in-flight requests finish and be processed, flush, checkpoint."""
+    def stop(self, timeout: float = 30.0, *, abandon_in_flight: bool = False) -> None:
+        """Stop dispatching, let in-flight requests finish and be processed, flush, checkpoint.
+
+        ``abandon_in_flight`` (a time limit): do not wait for requests in flight -- they are cut at their
+        next read and fetched again after a resume -- only process what has arrived, flush and checkpoint."""
         with self._lock:
             if self.state not in (RUNNING, DONE):
                 return
             if self.state == RUNNING:
                 self.state = STOPPING
+        if abandon_in_flight:
+            self._hard_stop.set()
+            self._fetcher.abort()
         self._stop.set()
         self._wake()
         deadline = self._clock() + timeout
@@ -356,6 +379,8 @@ class Crawler:
 
     def _finished(self, now: float) -> bool:
         """True when nothing is in flight or queued and nothing more can be dispatched."""
+        if self._hard_stop.is_set():
+            return True  # requests in flight are abandoned; the processor still takes what has arrived
         if self._in_flight_pages or self._in_flight_robots or self._responses or self._processing:
             return False
         if not self._events.empty():
@@ -382,10 +407,13 @@ class Crawler:
                 self.politeness.robots_redirect(task.host, res.redirect_to)
             else:
                 status = 200 if res.kind == f.OK else res.status
-                self.politeness.set_robots(task.host, status, res.content, self._clock())
+                self.politeness.set_robots(
+                    task.host, status, res.content, self._clock(), res.headers.get("cache-control")
+                )
             self.politeness.on_finish(
                 task.host, res.finished, throttled=throttled, retry_after=res.retry_after
             )
+            self.politeness.set_ip(task.host, task.ip)  # after on_finish: this request was not counted
             return
         self.politeness.on_finish(task.host, res.finished, throttled=throttled, retry_after=res.retry_after)
         self._in_flight_pages -= 1
@@ -409,6 +437,8 @@ class Crawler:
         for slot in self.politeness.robots_due(now):
             if self._in_flight_robots >= ROBOTS_IN_FLIGHT:
                 break
+            if self.politeness.ip_room(slot.host, now) < 1:  # an earlier one of this list took the address
+                continue
             self._submit(_Task(slot.robots_url, slot.host, now, robots=True))
         m = self.fc.decide(self._in_flight_pages, len(self._responses))
         m = min(m, self.config.max_response_queue - len(self._responses) - self._in_flight_pages)
@@ -456,9 +486,22 @@ class Crawler:
             self._in_flight_pages += 1
         self._pool.submit(self._fetch_task, task)
 
+    def _ip_of(self, host: str) -> str:
+        """The address ``host`` (``name[:port]``) resolves to, "" if it does not (per-host limits only)."""
+        literal = ip_literal(host)
+        if literal:
+            return literal
+        name = host.rsplit(":", 1)[0]  # not an IP literal, so no [v6] brackets
+        try:
+            addrs = self._resolve(name)
+        except (OSError, ValueError):
+            return ""
+        return addrs[0] if addrs else ""
+
     def _fetch_task(self, task: _Task) -> None:
         try:
             if task.robots:
+                task = dataclasses.replace(task, ip=self._ip_of(task.host))
                 # robots.txt over the cap: parse what fits (RFC 9309 2.5)
                 res = self._fetcher.fetch(
                     task.url, max_bytes=self.config.max_robots_bytes, html_only=False, truncate=True
@@ -487,7 +530,10 @@ class Crawler:
                     self._processing = len(batch)
                 try:
                     self._process_batch(batch)
-                    if self._since_checkpoint >= self.config.checkpoint_interval:
+                    if (
+                        self._since_checkpoint >= self.config.checkpoint_interval
+                        and self._clock() >= self._next_checkpoint_at
+                    ):
                         self._index_q.put(self._snapshot())
                 finally:
                     with self._lock:
@@ -513,6 +559,13 @@ class Crawler:
         with self._lock:
             for res, p in zip(batch, processed, strict=True):
                 self._report(res, p, now)
+            if self.controller.frontier_size() > self.config.max_frontier:
+                # forget the least valuable tenth at once (one O(n log n) sweep per max_frontier / 10 links)
+                evicted = self.controller.evict_fringe(self.config.max_frontier * 9 // 10)
+                self.errors["frontier_evicted"] += evicted
+                logger.info(
+                    "frontier over %d: forgot the %d least valuable URLs", self.config.max_frontier, evicted
+                )
         for p in processed:
             if p.op is not None:
                 self._index_q.put(p.op)  # blocks when the engine falls behind (bounded queue)
@@ -645,7 +698,10 @@ class Crawler:
             return
         with self._lock:
             state["counters"]["pages_indexed"] = self.pages_indexed
+        t0 = self._clock()
         write_json_atomic(path, state, compact=True)
+        took = self._clock() - t0
+        self._next_checkpoint_at = self._clock() + 9 * took  # writing checkpoints: at most ~10% of the time
         self.checkpoints += 1
         logger.debug("checkpoint %d written to %s", self.checkpoints, path)
 
@@ -669,6 +725,23 @@ class Crawler:
             raise RuntimeError(
                 f"checkpoint {path} has version {state.get('version')}, expected {CHECKPOINT_VERSION}"
             )
+        if not isinstance(state, dict) or "controller" not in state:
+            raise RuntimeError(
+                f"checkpoint {path} has no 'controller' section (the request controller's state): it cannot "
+                f"be resumed; move it aside to start the crawl afresh"
+            )
+        try:
+            self._load_checkpoint(state)
+        except (KeyError, TypeError, ValueError) as exc:
+            missing = isinstance(exc, KeyError)
+            what = f"is missing section {exc.args[0]!r}" if missing else f"is invalid: {exc}"
+            raise RuntimeError(
+                f"checkpoint {path} {what}: it cannot be resumed; move it aside to start the crawl afresh"
+            ) from exc
+        logger.info("resumed %s from %s: %d pages fetched", self.config.name, path, self.pages_fetched)
+        return True
+
+    def _load_checkpoint(self, state: dict[str, Any]) -> None:
         with self._lock:
             self.controller.load_state(state["controller"])
             self.processor.known = {u: Known(h, float(r)) for u, (h, r) in state.get("known", {}).items()}
@@ -682,5 +755,3 @@ class Crawler:
             self.pages_ok = int(c.get("pages_ok", 0))
             self.relevance_sum = float(c.get("relevance_sum", 0.0))
             self.errors = Counter({k: int(v) for k, v in c.get("errors", {}).items()})
-        logger.info("resumed %s from %s: %d pages fetched", self.config.name, path, self.pages_fetched)
-        return True

@@ -169,6 +169,11 @@ class Fetcher:
             }
         )
         self._session.trust_env = False  # no proxies or .netrc from the environment
+        self._aborted = False
+
+    def abort(self, aborted: bool = True) -> None:
+        """Cut every response being read at its next read (``error``, "aborted"); ``False`` undoes it."""
+        self._aborted = aborted
 
     def close(self) -> None:
         self._session.close()
@@ -279,6 +284,8 @@ class Fetcher:
                     return self._failed(
                         url, TOO_LARGE, started, f"decoded body over {cap} bytes", status=status
                     )
+                if self._aborted:
+                    return self._failed(url, ERROR, started, "aborted (the robot is stopping)", status=status)
                 if self._clock() > deadline:
                     return self._failed(
                         url,

@@ -9,13 +9,22 @@ thread-safe: the crawler guards it with its lock.
 robots.txt (RFC 9309): fetched once per host before any other request to it, through the same slot; 2xx is
 parsed (cut at ``max_robots_bytes``); 4xx means no restrictions; 5xx, 429, timeouts and connection errors
 mean "disallow everything for now" and the host is retried after ``robots_retry`` seconds, and given up
-after ``robots_max_failures`` attempts. A robots.txt that the parser rejects disallows everything.
+after ``robots_max_failures`` attempts. A robots.txt that the parser rejects disallows everything. The rules
+expire after ``robots_ttl`` (24 h, RFC 9309 2.4) or the response's Cache-Control max-age (never sooner than
+``robots_min_ttl``); the host's pages then wait for the new robots.txt. A refresh that fails keeps the old
+rules and is retried after ``robots_retry`` seconds.
+
+Per IP address, beside per host: many hosts may share one server. Once a host's address is known
+(:meth:`Politeness.set_ip`, resolved with its robots.txt request), at most ``per_ip_in_flight`` requests
+are in flight to that address over all its hosts, and two requests to it start at least ``ip_gap`` apart.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -49,6 +58,29 @@ class Slot:
     last_started: float = -math.inf
     last_finished: float = -math.inf
     requests: int = 0
+    robots_expires: float = math.inf  # monotonic seconds: robots.txt is fetched again from then on
+    robots_known: bool = False  # a robots.txt answer was recorded once (a failed refresh keeps it)
+    ip: str = ""  # the address the host resolved to ("" until known)
+
+
+@dataclass
+class IpSlot:
+    """Requests to one IP address, over all its hosts."""
+
+    in_flight: int = 0
+    next_start: float = 0.0  # monotonic seconds
+
+
+_MAX_AGE = re.compile(r"max-age\s*=\s*(\d+)", re.IGNORECASE)
+
+
+def ip_literal(host: str) -> str:
+    """The address of ``host`` (``name[:port]``, ``[v6]:port``) when it is an IP literal, else ""."""
+    name = host[1 : host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return ""
 
 
 def robots_url_for(host: str, scheme: str = "http") -> str:
@@ -59,6 +91,7 @@ class Politeness:
     def __init__(self, config: RobotConfig) -> None:
         self._config = config
         self._slots: dict[str, Slot] = {}
+        self._ips: dict[str, IpSlot] = {}
 
     # ----- hosts -----
     def slot(self, host: str, scheme: str = "http") -> Slot:
@@ -66,6 +99,7 @@ class Politeness:
         if slot is None:
             slot = Slot(host=host, robots_url=robots_url_for(host, scheme))
             self._slots[host] = slot
+            self.set_ip(host, ip_literal(host))  # a name is resolved with its robots.txt request
         return slot
 
     def known(self, host: str) -> bool:
@@ -88,7 +122,35 @@ class Politeness:
         return max(self._config.min_delay, min(slot.crawl_delay, self._config.max_crawl_delay))
 
     def _free(self, slot: Slot, now: float) -> bool:
-        return slot.in_flight < self._config.host_concurrency and now >= slot.next_allowed
+        if slot.in_flight >= self._config.host_concurrency or now < slot.next_allowed:
+            return False
+        ip = self._ips.get(slot.ip) if slot.ip else None
+        return ip is None or (ip.in_flight < self._config.ip_concurrency and now >= ip.next_start)
+
+    def set_ip(self, host: str, ip: str) -> None:
+        """``host`` resolved to ``ip``: from now on it shares that address's limits with its other hosts."""
+        if ip:
+            self.slot(host).ip = ip
+            self._ips.setdefault(ip, IpSlot())
+
+    def ip_room(self, host: str, now: float) -> int:
+        """Requests that may start now to ``host``'s address (a large number while it is unknown): one at a
+        time while starts must be ``ip_gap`` apart, else the free request slots of the address."""
+        slot = self._slots.get(host)
+        ip = self._ips.get(slot.ip) if slot is not None and slot.ip else None
+        if ip is None:
+            return 1 << 30
+        if ip.in_flight >= self._config.ip_concurrency or now < ip.next_start:
+            return 0
+        return 1 if self._config.ip_gap > 0 else self._config.ip_concurrency - ip.in_flight
+
+    def ip_of(self, host: str) -> str:
+        slot = self._slots.get(host)
+        return slot.ip if slot is not None else ""
+
+    def ip_in_flight(self, ip: str) -> int:
+        slot = self._ips.get(ip)
+        return slot.in_flight if slot is not None else 0
 
     # ----- readiness -----
     def host_ready(self, host: str, now: float) -> bool:
@@ -98,7 +160,12 @@ class Politeness:
 
     def robots_due(self, now: float) -> list[Slot]:
         """Hosts whose robots.txt should be requested now."""
-        return [s for s in self._slots.values() if s.robots_state == UNKNOWN and self._free(s, now)]
+        return [
+            s
+            for s in self._slots.values()
+            if (s.robots_state == UNKNOWN or (s.robots_state == READY and now >= s.robots_expires))
+            and self._free(s, now)
+        ]
 
     def next_wakeup(self, now: float) -> float | None:
         """Earliest future time at which a currently blocked, idle host becomes free (None if none)."""
@@ -136,6 +203,10 @@ class Politeness:
             slot.robots_state = FETCHING
         if self._config.politeness:
             slot.next_allowed = math.inf  # until this request finishes
+        ip = self._ips.get(slot.ip) if slot.ip else None
+        if ip is not None:
+            ip.in_flight += 1
+            ip.next_start = now + self._config.ip_gap
 
     def on_finish(
         self, host: str, finished: float, *, throttled: bool = False, retry_after: float | None = None
@@ -143,6 +214,9 @@ class Politeness:
         """A request to ``host`` finished at ``finished``; ``throttled`` for 429/503 (with Retry-After)."""
         slot = self.slot(host)
         slot.in_flight = max(0, slot.in_flight - 1)
+        ip = self._ips.get(slot.ip) if slot.ip else None
+        if ip is not None:
+            ip.in_flight = max(0, ip.in_flight - 1)
         slot.last_finished = max(slot.last_finished, finished)
         wait = self.delay(slot)
         if throttled:
@@ -157,9 +231,34 @@ class Politeness:
         else:
             slot.next_allowed = hold
 
-    def set_robots(self, host: str, status: int, content: bytes, now: float) -> None:
+    def robots_lifetime(self, cache_control: str | None) -> float:
+        """Seconds a robots.txt stays valid: its max-age (no-cache / no-store: the floor), clamped to
+        [robots_min_ttl, robots_ttl]; robots_ttl without a Cache-Control header."""
+        cfg = self._config
+        if not cache_control:
+            return cfg.robots_ttl
+        found = _MAX_AGE.search(cache_control)
+        if found is not None:
+            age = float(found.group(1))
+        elif "no-cache" in cache_control.lower() or "no-store" in cache_control.lower():
+            age = 0.0
+        else:
+            return cfg.robots_ttl
+        return min(cfg.robots_ttl, max(cfg.robots_min_ttl, age))
+
+    def set_robots(
+        self, host: str, status: int, content: bytes, now: float, cache_control: str | None = None
+    ) -> None:
         """Record the answer to the robots.txt request (status 0: no response)."""
         slot = self.slot(host)
+        if not (200 <= status < 500 and status != 429) and slot.robots_known:
+            # a refresh failed: keep the rules we have and try again later (RFC 9309 2.4)
+            slot.robots_state = READY
+            slot.robots_expires = now + self._config.robots_retry
+            return
+        if 200 <= status < 500 and status != 429:
+            slot.robots_known = True
+            slot.robots_expires = now + self.robots_lifetime(cache_control)
         if 200 <= status < 300:
             text = content[: self._config.max_robots_bytes].decode("utf-8", errors="replace")
             try:

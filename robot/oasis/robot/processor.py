@@ -22,7 +22,8 @@ from oasis.runtime.html import parse_html
 
 logger = logging.getLogger(__name__)
 
-MAX_LINKS_PER_PAGE = 1000  # link farms / traps: the rest of a page's links are ignored
+MAX_LINKS_PER_PAGE = 1000  # link farms / traps: the rest of a page's links are ignored (not even resolved)
+MAX_URL_LENGTH = 2048  # longer links are dropped (sitemaps.org's limit; 4 KB URLs filled memory, issue 15)
 
 Scorer = Callable[[Sequence[tuple[str, str]]], list[float]]
 
@@ -61,6 +62,7 @@ class ResponseProcessor:
         known: dict[str, Known] | None = None,
         max_links: int = MAX_LINKS_PER_PAGE,
         min_relevance: float = 0.0,
+        max_url_length: int = MAX_URL_LENGTH,
     ) -> None:
         self._score = scorer
         self._max_bytes = max_bytes
@@ -68,6 +70,8 @@ class ResponseProcessor:
         self.known: dict[str, Known] = known if known is not None else {}
         self._max_links = max_links
         self._min_relevance = min_relevance
+        self._max_url_length = max_url_length
+        self.long_urls = 0  # links dropped for their length (a counter for status / tests)
 
     def process(self, results: Sequence[f.FetchResult], fetch_time: float) -> list[Processed]:
         """Process a batch of responses; one Score call for all of its pages and anchors."""
@@ -77,11 +81,20 @@ class ResponseProcessor:
         for i, res in enumerate(results):
             if res.kind != f.OK:
                 continue
-            page = parse_html(res.content, res.url, encoding=res.charset, max_bytes=self._max_bytes)
+            page = parse_html(
+                res.content,
+                res.url,
+                encoding=res.charset,
+                max_bytes=self._max_bytes,
+                max_links=self._max_links,
+            )
             links = (
                 [] if page.nofollow else [(ln.url, ln.anchor) for ln in page.links if self._in_scope(ln.url)]
             )
-            links = links[: self._max_links]
+            if links:
+                kept = [ln for ln in links if len(ln[0]) <= self._max_url_length]
+                self.long_urls += len(links) - len(kept)
+                links = kept
             parsed[i] = (page.title, page.text, links, page.noindex)
             for _, anchor in links:
                 if anchor and anchor not in anchor_slot:

@@ -166,13 +166,15 @@ def parse_html(
     encoding: str | None = None,
     max_bytes: int = MAX_BYTES,
     parser: Parser = "lxml",
+    max_links: int | None = None,
 ) -> ParsedPage:
     """Parse one HTML page fetched from (or stored at) ``base_url``.
 
     ``encoding`` is the charset from the HTTP header, if any. Input longer than ``max_bytes`` (bytes, or
     characters for ``str``) is cut there and parsed best-effort. ``parser`` picks the tree builder (see the
     module docstring); all three share decoding, link resolution and the result's rules. Never raises for
-    any content.
+    any content. ``max_links``: links beyond the first that many distinct ones are not resolved (a page of
+    100,000 links costs the time of ``max_links``; resolving is most of a parse).
     """
     if max_bytes < 1:
         raise ValueError("max_bytes must be >= 1")
@@ -189,11 +191,11 @@ def parse_html(
     try:
         if _too_deep(markup):  # both tree builders go quadratic: a linear walk instead
             logger.info("%s nests tags deeper than %d: parsed without a tree", base_url[:200], MAX_NESTING)
-            return _finish(_walk_flat(markup), base_url, used, truncated)
+            return _finish(_walk_flat(markup), base_url, used, truncated, max_links)
         walked = _walk_lxml(markup) if parser == "lxml" else None
         if walked is None:  # bs4 asked for, or libxml2 gave up on this page
             walked = _walk_soup(markup, "lxml" if parser == "bs4-lxml" else "html.parser")
-        return _finish(walked, base_url, used, truncated)
+        return _finish(walked, base_url, used, truncated, max_links)
     except Exception:  # a parser on adversarial input: never let a page crash the caller
         logger.warning("HTML parser failed on %s; using the text only", base_url[:200], exc_info=True)
         text = collapse_whitespace(re.sub(r"<[^>]*>", " ", markup))
@@ -449,7 +451,9 @@ def _collect(top: Any, out: _Walked) -> None:
     pieces.extend(top.itertext())
 
 
-def _finish(walked: _Walked, base_url: str, used: str, truncated: bool) -> ParsedPage:
+def _finish(
+    walked: _Walked, base_url: str, used: str, truncated: bool, max_links: int | None = None
+) -> ParsedPage:
     try:
         base = canonicalize(base_url)
     except InvalidURL:
@@ -465,6 +469,8 @@ def _finish(walked: _Walked, base_url: str, used: str, truncated: bool) -> Parse
     for href, anchor in walked.raw_links or ():
         if href in resolved_by_href:
             url = resolved_by_href[href]
+        elif max_links is not None and len(anchors) >= max_links:
+            break
         else:
             url = resolved_by_href[href] = resolve_link(href, base)
         if url is None:

@@ -268,6 +268,22 @@ class _Controller:
         else:
             raise ValueError(f"defer of a URL that is not in flight: {url}")
 
+    def evict_fringe(self, keep: int) -> int:
+        """Forget every fringe document ranked below the first ``keep`` in queue order (the least valuable
+        by this policy's own index; in-flight ones are kept): a bounded frontier (issue 15). An evicted URL
+        is unknown again -- its string is freed and a later link to it locates it anew -- and its row stays
+        behind as ``GONE`` (a few dozen bytes). Returns the number forgotten. O(n log n): call it rarely."""
+        docs = self.docs
+        status = docs.status
+        order = [d for d in self._fringe_order() if status[d] == FRINGE]
+        for doc in order[keep:]:
+            self._remove_fringe(doc)
+            docs.unfetched_rel -= docs.parent_rel[doc]
+            status[doc] = GONE
+            del docs.ids[docs.urls[doc]]
+            docs.urls[doc] = ""
+        return max(0, len(order) - keep)
+
     def recrawl_size(self) -> int:
         return len(self._recrawl)
 

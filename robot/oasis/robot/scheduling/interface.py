@@ -88,6 +88,9 @@ class RequestController(Protocol):
     def frontier_size(self) -> int:
         """Fringe documents queued (not in flight)."""
 
+    def evict_fringe(self, keep: int) -> int:
+        """Forget the fringe documents ranked below the first ``keep``; how many (a bounded frontier)."""
+
     def recrawl_size(self) -> int:
         """Retrieved documents queued for re-crawl."""
 
