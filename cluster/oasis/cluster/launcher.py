@@ -256,7 +256,7 @@ def bring_up(
         if existing is not None and any(_alive(s.pid) for s in existing.services):
             raise LaunchError(f"a cluster is already running in {cluster.state_dir}: `oasis down` first")
     cluster.state_dir.mkdir(parents=True, exist_ok=True)
-    lvl = ["--log-level", log_level]
+    lvl = ["--log-level", log_level, "--log-format", config.log_format]
     try:
         directory = cluster.start(
             "directory",
@@ -305,10 +305,11 @@ def bring_up(
 def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
     """The replayed web (``python -m oasis.web``) and one robot per topic engine, seeded from the web."""
     assert config.web_corpus is not None
+    fmt = ["--log-format", config.log_format]
     web = cluster.start(
         "replayed-web",
         "web",
-        ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level],
+        ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level, *fmt],
         timeout=timeout,
         grpc_health=False,
     )
@@ -362,6 +363,8 @@ def robot_argv(
         "--allow-private",
         "--autostart",
         "--log-level", log_level,
+        "--log-format", config.log_format,
+        "--progress-seconds", str(rs.progress_seconds),
         *learning,
         "--seeds", *seeds,
     ]  # fmt: skip
