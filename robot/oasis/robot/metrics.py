@@ -16,6 +16,7 @@ separate):
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -114,14 +115,13 @@ def status_families(
         ),
     ]
     fresh = freshness_estimate(status.kinds)
-    if fresh is not None:
-        families.append(
-            gauge(
-                "oasis_robot_freshness_estimate",
-                "the robot's freshness estimate: share of re-fetches that found the page unchanged",
-                fresh,
-            )
+    families.append(
+        gauge(
+            "oasis_robot_freshness_estimate",
+            "the robot's freshness estimate: share of re-fetches that found the page unchanged (NaN: none)",
+            math.nan if fresh is None else fresh,
         )
+    )
     return families
 
 
