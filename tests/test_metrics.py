@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import logging
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,64 @@ def test_export_writers_round_trip_through_warcio_and_json(tmp_path: Path) -> No
         ]  # fmt: skip
         assert records[0][0] == "warcinfo"
         assert records[1:] == [("resource", d.url, d.title, WARC_CONTENT_TYPE, d.text) for d in docs]
+
+
+def _status(state: str, pages: int, kinds: dict[str, int]) -> Any:
+    from oasis.robot.crawler import CrawlStatus
+
+    return CrawlStatus(
+        state=state, pages_fetched=pages, pages_indexed=pages // 2, frontier_size=7, recrawl_size=3,
+        in_flight=0, concurrency=2, response_queue=0, errors={}, harvest_rate=0.4, recall_estimate=0.25,
+        policy="whittle", elapsed=1.0, pages_per_second=1.0, kinds=kinds,
+    )  # fmt: skip
+
+
+def test_freshness_estimate_is_the_share_of_refetches_that_found_the_page_unchanged() -> None:
+    from oasis.robot.metrics import freshness_estimate, status_families
+
+    assert freshness_estimate({"new": 10}) is None
+    assert freshness_estimate({"new": 10, "unchanged": 3, "modified": 1}) == 0.75
+    assert freshness_estimate({"unchanged": 1, "deleted": 3}) == 0.25
+    families = {
+        f.name: f
+        for f in status_families(
+            "r", _status("running", 9, {"new": 5}), bytes_fetched=100, relevance_sum=2.0, pages_ok=5
+        )
+    }
+    # NaN before the first re-fetch: a gap in a chart, not a made-up 0 or 1
+    assert math.isnan(families["oasis_robot_freshness_estimate"].samples[0].value)
+    assert families["oasis_robot_recrawls"].samples[0].value == 0
+    assert families["oasis_robot_recall_estimate"].samples[0].value == 0.25
+
+
+def test_progress_line_rate_fields_and_quiet_when_the_robot_is_not_running(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from oasis.robot.metrics import ProgressLog
+
+    now = [0.0]
+    statuses = iter(
+        [
+            _status("running", 0, {}),
+            _status("running", 50, {"new": 50}),
+            _status("done", 80, {"new": 70, "unchanged": 9, "modified": 1}),
+            _status("done", 80, {"new": 70, "unchanged": 9, "modified": 1}),
+        ]
+    )
+    progress = ProgressLog("robot-x", lambda: next(statuses), 10.0, clock=lambda: now[0])
+    progress.fields()  # the baseline
+    caplog.set_level(logging.INFO, logger="oasis.robot.metrics")
+    now[0] = 10.0
+    first = progress.log()
+    assert first is not None and first["rate"] == 5.0 and first["pages"] == 50
+    now[0] = 20.0
+    done = progress.log()
+    assert done is not None and done["state"] == "done" and done["freshness_est"] == 0.9
+    now[0] = 30.0
+    assert progress.log() is None  # still done: no repeated line
+    lines = [r for r in caplog.records if r.getMessage().startswith("progress robot-x")]
+    assert len(lines) == 2
+    assert "50 pages (5.0/s)" in lines[0].getMessage() and "R~0.250" in lines[0].getMessage()
+    assert lines[1].fields["state"] == "done"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="> 0"):
+        ProgressLog("r", lambda: _status("idle", 0, {}), 0)
