@@ -118,10 +118,14 @@ def test_status_lists_every_service_serving_with_document_counts(indexed: dict[s
 def test_search_returns_topic_pages_from_the_right_engine(cluster: Path, indexed: dict[str, Any]) -> None:
     out = json.loads(oasis(cluster, "search", "CREATE TABLE columns constraint", "-k", "5", "--json").stdout)
     assert out["hits"], out
-    assert all(set(h) == {"url", "title", "snippet", "score", "engine"} for h in out["hits"])
+    assert all(set(h) == {"url", "title", "snippet", "highlights", "score", "engine"} for h in out["hits"])
     top3 = [(h["engine"], h["url"]) for h in out["hits"][:3]]
     assert ("databases", "http://pg.docs/sql-createtable.html") in top3, top3
-    assert any("<b>" in h["snippet"].lower() for h in out["hits"])
+    assert not any("<b>" in h["snippet"].lower() for h in out["hits"])  # plain text, spans beside it
+    assert any(h["highlights"] for h in out["hits"])
+    for h in out["hits"]:
+        for start, end in h["highlights"]:
+            assert h["snippet"][start:end].strip(), h
     assert out["engines"]["databases"] == "ok"
     py = json.loads(oasis(cluster, "search", "asyncio event loop coroutine", "--json").stdout)
     top3 = [(h["engine"], h["url"]) for h in py["hits"][:3]]

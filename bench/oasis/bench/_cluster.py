@@ -15,7 +15,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,12 +169,14 @@ def build_index(directory: Path, topic: Topic, docs: list[Doc], desc: str) -> No
         index.close()
 
 
-def start_engine(name: str, topic: TopicCorpus | None, index_dir: Path, workdir: Path) -> ServiceProcess:
+def start_engine(
+    name: str, topic: TopicCorpus | None, index_dir: Path, workdir: Path, extra: Sequence[str] = ()
+) -> ServiceProcess:
     keywords = ",".join(topic.keywords) if topic else "search"
     return spawn_service(
         [
             sys.executable, "-m", "oasis.engine", "--name", name, "--topic", topic.name if topic else "all",
-            "--keywords", keywords, "--index-dir", str(index_dir), "--log-level", "WARNING",
+            "--keywords", keywords, "--index-dir", str(index_dir), "--log-level", "WARNING", *extra,
         ],
         workdir / f"{name}.address.json",
         timeout=60,

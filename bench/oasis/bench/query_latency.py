@@ -6,6 +6,10 @@
 
 Latency is measured one query at a time; throughput with ``--clients`` concurrent client threads. Results
 are also given as ratios to ``direct`` measured in the same run (absolute times drift on a shared machine).
+
+``--metrics-overhead N``: also the cost of the Prometheus RPC interceptor (:mod:`oasis.runtime.metrics`):
+the central engine (metrics on, the default) against a second engine on a copy of its index started with
+``--metrics-port off``, measured alternately N times; the median of the per-round ratios is reported.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from oasis.bench._cluster import enter_cluster, open_central_copy
+from oasis.bench._cluster import enter_cluster, open_central_copy, start_engine
 from oasis.bench._stats import percentile
 from oasis.engine.index import InvalidQuery
 from oasis.runtime.service import open_channel
@@ -144,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(measure("broker", brokered, queries, args.repeats, args.clients))
             if partial[0]:
                 logger.warning("%d broker replies were partial", partial[0])
+            if args.metrics_overhead:
+                overhead = metrics_overhead(cluster, workdir, stack, queries, args)
         finally:
             if broker_process is not None:
                 broker_process.stop(grace=20)
@@ -162,14 +168,51 @@ def run(args: argparse.Namespace) -> int:
             f"{r.mode:>7} {r.queries:>8} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} {r.qps:>8.1f} "
             f"{r.p50_ratio:>10.2f} {r.qps_ratio:>10.2f}"
         )
-    if args.json_out:
-        Path(args.json_out).write_text(
-            json.dumps(
-                {"benchmark": "query-latency", "clients": args.clients, "rows": [asdict(r) for r in rows]},
-                indent=2,
-            )
+    if args.metrics_overhead:
+        print(
+            f"metrics interceptor, {args.metrics_overhead} alternated rounds: p50 with/without "
+            f"{overhead['p50_ratio']:.3f} (rounds {', '.join(f'{r:.3f}' for r in overhead['p50_rounds'])}), "
+            f"q/s with/without {overhead['qps_ratio']:.3f}"
         )
+    if args.json_out:
+        out: dict[str, Any] = {"benchmark": "query-latency", "clients": args.clients}
+        out["rows"] = [asdict(r) for r in rows]
+        if args.metrics_overhead:
+            out["metrics_overhead"] = overhead
+        Path(args.json_out).write_text(json.dumps(out, indent=2))
     return 0
+
+
+def metrics_overhead(
+    cluster: Any, workdir: Path, stack: ExitStack, queries: list[str], args: argparse.Namespace
+) -> dict[str, Any]:
+    """p50 latency and q/s of the central engine (metrics on) over a copy of it with ``--metrics-port off``,
+    measured alternately ``args.metrics_overhead`` times: the median ratio (with / without) and the rounds."""
+    open_central_copy(cluster.central_dir, workdir / "central-nometrics").close()
+    plain = start_engine(
+        "central-nometrics", None, workdir / "central-nometrics", workdir, ["--metrics-port", "off"]
+    )
+    stack.callback(plain.stop, 20)
+    p50: list[float] = []
+    qps: list[float] = []
+    with open_channel(cluster.central_engine.address) as ch_on, open_channel(plain.address) as ch_off:
+        on, off = engine_pb2_grpc.EngineStub(ch_on), engine_pb2_grpc.EngineStub(ch_off)
+
+        def searcher(stub: Any) -> Search:
+            return lambda q: len(stub.Search(engine_pb2.SearchRequest(query=q, limit=10), timeout=10).hits)
+
+        for i in range(args.metrics_overhead):
+            order = [("on", on), ("off", off)] if i % 2 == 0 else [("off", off), ("on", on)]
+            got = {name: measure(f"engine-{name}", searcher(stub), queries, args.repeats, args.clients)
+                   for name, stub in order}  # fmt: skip
+            p50.append(got["on"].p50_ms / got["off"].p50_ms)
+            qps.append(got["on"].qps / got["off"].qps)
+    return {
+        "p50_ratio": statistics.median(p50),
+        "qps_ratio": statistics.median(qps),
+        "p50_rounds": p50,
+        "qps_rounds": qps,
+    }
 
 
 def register(sub: Any) -> None:
@@ -180,4 +223,11 @@ def register(sub: Any) -> None:
     p.add_argument("--clients", type=int, default=4, help="concurrent client threads for throughput")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json-out", default=None)
+    p.add_argument(
+        "--metrics-overhead",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also measure the metrics interceptor: engine with/without metrics, N alternated rounds",
+    )
     p.set_defaults(func=run)

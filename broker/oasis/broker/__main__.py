@@ -15,7 +15,13 @@ from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
 from oasis.broker.merge import NORMALISATIONS
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import BrokerServicer
-from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.runtime.service import (
+    ServerConfig,
+    add_service_arguments,
+    build_server,
+    configure_logging,
+    run_until_signal,
+)
 from oasis.v1 import broker_pb2, broker_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -32,6 +38,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--max-concurrent-queries", type=int, default=64)
     p.add_argument("--normalisation", choices=NORMALISATIONS, default=BrokerConfig.normalisation)
     p.add_argument("--log-level", default="INFO")
+    add_service_arguments(p)
     return p.parse_args(argv)
 
 
@@ -42,7 +49,7 @@ def add_broker(server: grpc.Server, broker: Broker) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format, service="broker")
     config = BrokerConfig(
         route_cache_seconds=args.route_cache_seconds,
         default_deadline_ms=args.default_deadline_ms,
@@ -55,7 +62,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # enough server threads that the concurrency bound, not the thread pool, is what refuses excess load
     workers = config.max_concurrent_queries + 8
     running = build_server(
-        ServerConfig(host=args.host, port=args.port, address_file=args.address_file, max_workers=workers),
+        ServerConfig(
+            host=args.host,
+            port=args.port,
+            address_file=args.address_file,
+            max_workers=workers,
+            metrics_port=args.metrics_port,
+        ),
         lambda server: add_broker(server, broker),
     )
 

@@ -6,6 +6,7 @@ import logging
 
 import grpc
 
+from oasis.broker.metrics import record_outcome
 from oasis.broker.ports import DirectoryUnavailable, InvalidRequest, Overloaded
 from oasis.broker.service import Broker, SearchOutcome
 from oasis.v1 import broker_pb2, broker_pb2_grpc
@@ -71,5 +72,6 @@ class BrokerServicer(broker_pb2_grpc.BrokerServicer):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except DirectoryUnavailable as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, f"no route for the query: {exc}")
+        record_outcome(outcome)
         context.set_trailing_metadata(((ROUTE_SOURCE_METADATA, outcome.route_source),))
         return outcome_to_proto(outcome)

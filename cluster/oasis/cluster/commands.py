@@ -212,6 +212,7 @@ def service_table(cluster: Cluster) -> list[dict[str, Any]]:
             "address": s.address,
             "health": health,
             "documents": counts.get(s.name) if s.kind == "engine" else None,
+            "metrics": s.extra.get("metrics"),  # HOST:PORT of its Prometheus /metrics (None: no metrics)
         }
         if s.kind == "robot" and health == "SERVING":
             client = RobotClient(s.address)
@@ -262,16 +263,24 @@ def _broker_address(cluster: Cluster) -> str:
 
 
 def search_json(result: SearchResult) -> dict[str, Any]:
-    return {
-        "hits": [
-            {"url": h.url, "title": h.title, "snippet": h.snippet, "score": h.score, "engine": h.engine}
-            for h in result.hits
-        ],
-        "engines": result.engines,
-    }
+    """Hits with plain-text snippets and the ``[start, end)`` character spans of their matched terms."""
+    from oasis.runtime.highlight import parse_snippet
+
+    hits = []
+    for h in result.hits:
+        snippet, spans = parse_snippet(h.snippet)
+        hits.append(
+            {"url": h.url, "title": h.title, "snippet": snippet, "highlights": [list(s) for s in spans],
+             "score": h.score, "engine": h.engine}
+        )  # fmt: skip
+    return {"hits": hits, "engines": result.engines}
 
 
-def print_results(query: str, result: SearchResult) -> None:
+def print_results(query: str, result: SearchResult, bold: bool | None = None) -> None:
+    """Matched terms in terminal bold when ``bold`` (default: stdout is a terminal), else plain text."""
+    from oasis.runtime.highlight import terminal_safe, terminal_snippet
+
+    bold = sys.stdout.isatty() if bold is None else bold
     answered = ", ".join(f"{n}={s}" for n, s in sorted(result.engines.items())) or "none"
     print(f'"{query}": {len(result.hits)} hits in {result.took_ms:.0f} ms; engines: {answered}')
     if result.partial:
@@ -279,10 +288,10 @@ def print_results(query: str, result: SearchResult) -> None:
     for name, message in sorted(result.messages.items()):
         print(f"  {name}: {message}")
     for i, h in enumerate(result.hits, start=1):
-        print(f"{i:>3}. {h.title or '(untitled)'}  [{h.engine}, {h.score:.3f}]")
-        print(f"     {h.url}")
+        print(f"{i:>3}. {terminal_safe(h.title) or '(untitled)'}  [{h.engine}, {h.score:.3f}]")
+        print(f"     {terminal_safe(h.url)}")
         if h.snippet:
-            print(f"     {h.snippet}")
+            print(f"     {terminal_snippet(h.snippet, bold=bold)}")
 
 
 def cmd_search(args: argparse.Namespace) -> int:

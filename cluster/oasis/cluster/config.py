@@ -53,10 +53,13 @@ class RobotSettings:
     min_relevance: float = 0.15  # pages below this r(i) are crawled through but not indexed
     controller_config: Path | None = None  # every robot's request-controller parameters (JSON or TOML)
     initial_q_table: Path | None = None  # every robot's starting Q-table while it has none of its own
+    progress_seconds: float = 10.0  # each robot logs a progress line this often (0: never)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_relevance <= 1.0:
             raise ConfigError("robot: min_relevance must be in [0, 1]")
+        if self.progress_seconds < 0:
+            raise ConfigError("robot: progress_seconds must be >= 0")
         if self.min_delay < 0 or self.max_in_flight < 1 or self.max_pages < 0:
             raise ConfigError("robot: min_delay >= 0, max_in_flight >= 1, max_pages >= 0 required")
 
@@ -70,6 +73,7 @@ class ClusterConfig:
     default_deadline_ms: int = 1000
     max_concurrent_queries: int = 64  # the broker refuses more with RESOURCE_EXHAUSTED
     web_corpus: str | None = None
+    log_format: str = "text"  # every service's --log-format: text or json (JSON lines)
     robot: RobotSettings = field(default_factory=RobotSettings)
 
     def __post_init__(self) -> None:
@@ -84,6 +88,8 @@ class ClusterConfig:
             raise ConfigError("default_deadline_ms must be positive")
         if self.max_concurrent_queries < 1:
             raise ConfigError("max_concurrent_queries must be >= 1")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError(f"log_format must be text or json, got {self.log_format!r}")
         tables = [t.q_table for t in self.topics if t.q_table is not None]
         if len(set(tables)) != len(tables):
             raise ConfigError("each topic's robot needs its own q_table file")
@@ -152,6 +158,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
             default_deadline_ms=int(cluster.get("default_deadline_ms", 1000)),
             max_concurrent_queries=int(cluster.get("max_concurrent_queries", 64)),
             web_corpus=web.get("corpus"),
+            log_format=str(cluster.get("log_format", "text")),
             robot=RobotSettings(
                 policy=str(robot.get("policy", "whittle")),
                 min_delay=float(robot.get("min_delay", 0.02)),
@@ -160,6 +167,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
                 min_relevance=float(robot.get("min_relevance", 0.15)),
                 controller_config=_path(robot, "controller_config", "[robot]", base_dir),
                 initial_q_table=_path(robot, "initial_q_table", "[robot]", base_dir),
+                progress_seconds=float(robot.get("progress_seconds", 10.0)),
             ),
         )
     except (TypeError, ValueError) as exc:

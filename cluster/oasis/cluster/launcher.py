@@ -393,7 +393,7 @@ def bring_up(
             aside = cluster.state_path.with_name(f"{STATE_FILE}.unreadable")
             logger.warning("%s; kept as %s", exc, aside)
             os.replace(cluster.state_path, aside)
-    lvl = ["--log-level", log_level]
+    lvl = ["--log-level", log_level, "--log-format", config.log_format]
     try:
         directory = cluster.start(
             "directory",
@@ -442,10 +442,11 @@ def bring_up(
 def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
     """The replayed web (``python -m oasis.web``) and one robot per topic engine, seeded from the web."""
     assert config.web_corpus is not None
+    fmt = ["--log-format", config.log_format]
     web = cluster.start(
         "replayed-web",
         "web",
-        ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level],
+        ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level, *fmt],
         timeout=timeout,
         grpc_health=False,
     )
@@ -499,6 +500,8 @@ def robot_argv(
         "--allow-private",
         "--autostart",
         "--log-level", log_level,
+        "--log-format", config.log_format,
+        "--progress-seconds", str(rs.progress_seconds),
         *learning,
         "--seeds", *seeds,
     ]  # fmt: skip

@@ -12,9 +12,17 @@ from pathlib import Path
 
 import grpc
 
+from oasis.directory.metrics import registry_families
 from oasis.directory.registry import Registry
 from oasis.directory.servicer import DirectoryServicer
-from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.runtime.metrics import register_collector
+from oasis.runtime.service import (
+    ServerConfig,
+    add_service_arguments,
+    build_server,
+    configure_logging,
+    run_until_signal,
+)
 from oasis.v1 import directory_pb2, directory_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -39,6 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--address-file", type=Path, default=None)
     p.add_argument("--lease-seconds", type=float, default=5.0)
     p.add_argument("--log-level", default="INFO")
+    add_service_arguments(p)
     return p.parse_args(argv)
 
 
@@ -49,13 +58,19 @@ def add_directory(server: grpc.Server, registry: Registry) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format, service="directory")
     config = DirectoryConfig(
         host=args.host, port=args.port, address_file=args.address_file, lease_seconds=args.lease_seconds
     )
     registry = Registry(lease_seconds=config.lease_seconds, clock=time.monotonic)
+    register_collector(registry_families(registry))
     running = build_server(
-        ServerConfig(host=config.host, port=config.port, address_file=config.address_file),
+        ServerConfig(
+            host=config.host,
+            port=config.port,
+            address_file=config.address_file,
+            metrics_port=args.metrics_port,
+        ),
         lambda server: add_directory(server, registry),
     )
     run_until_signal(running)

@@ -10,10 +10,18 @@ from pathlib import Path
 
 from oasis.engine.config import EngineConfig, parse_allowed_hosts
 from oasis.engine.index import IndexBusy, TopicIndex
+from oasis.engine.metrics import index_families
 from oasis.engine.relevance import RelevanceModel
 from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_to_proto
 from oasis.engine.topic import InvalidTopic, Topic
-from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.runtime.metrics import register_collector
+from oasis.runtime.service import (
+    ServerConfig,
+    add_service_arguments,
+    build_server,
+    configure_logging,
+    run_until_signal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,12 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--allowed-hosts", default="", help="comma-separated hosts; refuse to index any other")
     p.add_argument("--log-level", default="INFO")
+    add_service_arguments(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format, service=args.name)
     try:
         config = EngineConfig(
             name=args.name,
@@ -60,7 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary_terms=args.summary_terms,
             allowed_hosts=parse_allowed_hosts(args.allowed_hosts),
         )
-        server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)
+        server_config = ServerConfig(
+            host=args.host, port=args.port, address_file=args.address_file, metrics_port=args.metrics_port
+        )
         RelevanceModel.from_topic(config.topic)  # the profile must have indexable terms
     except (ValueError, InvalidTopic) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -73,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     registration = None
     try:
         servicer = EngineServicer(index, config)
+        register_collector(index_families(index, config.name))
         running = build_server(server_config, lambda server: add_engine_servicer(server, servicer))
         if config.directory is not None:
             from oasis.engine.directory_client import DirectoryClient, Registration

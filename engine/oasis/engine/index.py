@@ -25,7 +25,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -574,6 +574,23 @@ class TopicIndex:
         with self._read_lock:
             doc = self._searcher.document(url=canonicalize(url))
             return dict(doc) if doc is not None else None
+
+    def documents(self, limit: int = 0) -> Generator[dict[str, Any], None, None]:
+        """The stored fields of every document (at most ``limit``; 0: all) from a reader of the index as it is
+        now: commits made while the caller iterates are not seen. The reader is closed when the iteration
+        ends or the generator is closed."""
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        with self._read_lock:
+            self._check_open()
+            reader = self._ix.reader()
+        try:
+            for n, (_docnum, stored) in enumerate(reader.iter_docs(), start=1):
+                yield dict(stored)
+                if n == limit:
+                    break
+        finally:
+            reader.close()
 
     def relevance_model(self) -> RelevanceModel:
         """The topic model with IDF from this collection (refreshed when it changed size by 25 %)."""

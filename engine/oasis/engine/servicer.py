@@ -20,6 +20,7 @@ from oasis.engine.index import (
     make_delete,
     make_upsert,
 )
+from oasis.engine.metrics import record_commit
 from oasis.runtime.urls import InvalidURL
 from oasis.v1 import common_pb2, engine_pb2, engine_pb2_grpc
 
@@ -125,11 +126,13 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
 
     def _commit(self, buffer: list[Op], context: grpc.ServicerContext) -> CommitResult:
         try:
-            return self._index.apply(buffer)
+            result = self._index.apply(buffer)
         except Exception as exc:
             logger.error("commit of %d operations failed", len(buffer), exc_info=True)
             context.abort(grpc.StatusCode.INTERNAL, f"commit failed, batch not acknowledged: {exc}")
             raise  # unreachable: abort raises
+        record_commit(result)
+        return result
 
     def Delete(
         self, request: engine_pb2.DeleteRequest, context: grpc.ServicerContext
@@ -202,6 +205,30 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
             )
         max_terms = min(request.max_terms or DEFAULT_SUMMARY_TERMS, 100_000)
         return summary_to_proto(self._index.summary(max_terms))
+
+    def Export(
+        self, request: engine_pb2.ExportRequest, context: grpc.ServicerContext
+    ) -> Iterator[engine_pb2.Document]:
+        self._check_topic(context)
+        if request.limit < 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"limit must be >= 0, got {request.limit}")
+        documents = self._index.documents(limit=request.limit)
+        try:
+            for d in documents:
+                yield document_to_proto(d)
+        finally:
+            documents.close()  # the client went away: release the index reader now
+
+
+def document_to_proto(stored: dict[str, Any]) -> engine_pb2.Document:
+    return engine_pb2.Document(
+        url=stored["url"],
+        title=stored.get("title", ""),
+        text=stored.get("text", ""),
+        fetch_time=float(stored.get("fetch_time") or 0.0),
+        has_relevance=True,
+        relevance=float(stored.get("relevance") or 0.0),
+    )
 
 
 def add_engine_servicer(server: Any, servicer: EngineServicer) -> list[str]:

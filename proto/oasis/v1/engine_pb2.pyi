@@ -166,3 +166,9 @@ class SummaryRequest(_message.Message):
     MAX_TERMS_FIELD_NUMBER: _ClassVar[int]
     max_terms: int
     def __init__(self, max_terms: _Optional[int] = ...) -> None: ...
+
+class ExportRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...

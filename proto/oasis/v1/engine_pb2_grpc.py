@@ -70,6 +70,11 @@ class EngineStub:
                 request_serializer=oasis_dot_v1_dot_engine__pb2.SummaryRequest.SerializeToString,
                 response_deserializer=oasis_dot_v1_dot_common__pb2.TopicSummary.FromString,
                 _registered_method=True)
+        self.Export = channel.unary_stream(
+                '/oasis.v1.Engine/Export',
+                request_serializer=oasis_dot_v1_dot_engine__pb2.ExportRequest.SerializeToString,
+                response_deserializer=oasis_dot_v1_dot_engine__pb2.Document.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -120,6 +125,14 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Export(self, request, context):
+        """Every stored document (has_relevance set), from a snapshot of the index taken at the call: commits
+        during the stream are not seen. For `oasis export`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -157,6 +170,11 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.Summary,
                     request_deserializer=oasis_dot_v1_dot_engine__pb2.SummaryRequest.FromString,
                     response_serializer=oasis_dot_v1_dot_common__pb2.TopicSummary.SerializeToString,
+            ),
+            'Export': grpc.unary_stream_rpc_method_handler(
+                    servicer.Export,
+                    request_deserializer=oasis_dot_v1_dot_engine__pb2.ExportRequest.FromString,
+                    response_serializer=oasis_dot_v1_dot_engine__pb2.Document.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -348,6 +366,33 @@ class Engine:
             '/oasis.v1.Engine/Summary',
             oasis_dot_v1_dot_engine__pb2.SummaryRequest.SerializeToString,
             oasis_dot_v1_dot_common__pb2.TopicSummary.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Export(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/oasis.v1.Engine/Export',
+            oasis_dot_v1_dot_engine__pb2.ExportRequest.SerializeToString,
+            oasis_dot_v1_dot_engine__pb2.Document.FromString,
             options,
             channel_credentials,
             insecure,

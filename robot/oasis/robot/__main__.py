@@ -10,8 +10,16 @@ from pathlib import Path
 
 from oasis.robot.app import Q_TABLE_FILE, add_robot_arguments, build_crawler, config_from_args, resume_crawler
 from oasis.robot.engine_port import RobotEngineError
+from oasis.robot.metrics import ProgressLog, crawler_families
 from oasis.robot.servicer import RobotServicer, add_robot_servicer
-from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.runtime.metrics import register_collector
+from oasis.runtime.service import (
+    ServerConfig,
+    add_service_arguments,
+    build_server,
+    configure_logging,
+    run_until_signal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -27,18 +35,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--engine-wait", type=float, default=30.0, help="seconds to wait for the engine at start")
     p.add_argument("--log-level", default="INFO")
+    p.add_argument(
+        "--progress-seconds", type=float, default=10.0, help="log a progress line this often (0: never)"
+    )
+    add_service_arguments(p)
     add_robot_arguments(p, q_table_default=f"STATE_DIR/{Q_TABLE_FILE}")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(args.log_level)
+    progress: ProgressLog | None = None
+    configure_logging(args.log_level, args.log_format, service=args.name)
     try:
         config = config_from_args(
             args, name=args.name, state_dir=args.state_dir, default_q_table=args.state_dir / Q_TABLE_FILE
         )
-        server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)
+        server_config = ServerConfig(
+            host=args.host, port=args.port, address_file=args.address_file, metrics_port=args.metrics_port
+        )
+        if args.progress_seconds < 0:
+            raise ValueError(f"--progress-seconds must be >= 0, got {args.progress_seconds}")
         crawler, engine = build_crawler(
             config, args.engine, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
         )
@@ -58,13 +75,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         if args.seeds:
             crawler.add_seeds(args.seeds)
+        register_collector(crawler_families(crawler))
         running = build_server(
             server_config, lambda server: add_robot_servicer(server, RobotServicer(crawler))
         )
+        if args.progress_seconds > 0:
+            progress = ProgressLog(args.name, crawler.status, args.progress_seconds)
+            progress.start()
         if args.autostart or resumed:
             crawler.start()
         run_until_signal(running, on_stop=crawler.close)  # SIGTERM: stop, flush to the engine, checkpoint
     finally:
+        if progress is not None:
+            progress.stop()
         crawler.close()
         engine.close()
     return 0

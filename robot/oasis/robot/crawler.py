@@ -164,6 +164,7 @@ class Crawler:
             Counter()
         )  # outcomes reported: new / modified / unchanged / deleted / error
         self.checkpoints = 0
+        self.bytes_fetched = 0  # body bytes of page responses (not checkpointed: a metric since start)
         self._scheme: dict[str, str] = {}  # host -> scheme, for the robots.txt URL
         self._refused_hosts: set[str] = set()  # hosts resolving to private addresses (refuse_private)
         self._last_engine_error = ""
@@ -418,6 +419,7 @@ class Crawler:
         self.politeness.on_finish(task.host, res.finished, throttled=throttled, retry_after=res.retry_after)
         self._in_flight_pages -= 1
         self.pages_fetched += 1
+        self.bytes_fetched += len(res.content)
         self.fc.observe_fetch(res.finished - task.dispatched)
         if throttled:
             self._throttled[res.url] += 1

@@ -115,6 +115,19 @@ class EngineClient(GrpcClient):
             self._call("Stats", self._stub.Stats, engine_pb2.StatsRequest(), timeout=timeout).documents
         )
 
+    def export(self, limit: int = 0, timeout: float = 3600.0) -> Iterator[IndexDocument]:
+        """Every stored document of the engine (a snapshot taken at the call), streamed; at most ``limit``
+        (0: all). ``timeout`` bounds the whole stream."""
+        stream = self._stub.Export(engine_pb2.ExportRequest(limit=limit), timeout=timeout)
+        try:
+            with self._boundary("Export"):
+                for d in stream:
+                    yield IndexDocument(
+                        url=d.url, title=d.title, text=d.text, fetch_time=d.fetch_time, relevance=d.relevance
+                    )
+        finally:
+            stream.cancel()  # no-op once the stream has ended; frees it when the caller stops early
+
     def topic(self) -> tuple[str, str, list[str]]:
         t = self._call("GetTopic", self._stub.GetTopic, engine_pb2.GetTopicRequest())
         return t.name, t.description, list(t.keywords)

@@ -12,8 +12,9 @@ import json
 import logging
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +39,18 @@ def _fsync_directory(directory: Path) -> None:
 
 
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` durably: a temp file in the same directory, write, flush, fsync,
-    ``os.replace``, fsync the directory. The temp file is removed if any step fails, and the old file
-    (if any) is left as it was; a failure raises :class:`FileWriteError` naming ``path``."""
+    """Replace ``path`` with ``data`` durably (:func:`atomic_writer`); a failure raises
+    :class:`FileWriteError` naming ``path`` and leaves the old file (if any) as it was."""
+    with atomic_writer(path) as fh:
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file that replaces ``path`` durably when the ``with`` block ends without an exception: a temp
+    file in the same directory, write, flush, fsync, ``os.replace``, fsync the directory. If the block or
+    any step fails the temp file is removed and the old file (if any) is left as it was; an ``OSError``
+    becomes :class:`FileWriteError` naming ``path``. For contents too large to hold in memory (exports)."""
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -51,14 +61,14 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         raise FileWriteError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        if isinstance(exc, OSError):
+        if isinstance(exc, OSError) and not isinstance(exc, FileWriteError):
             raise FileWriteError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
     _fsync_directory(target.parent)

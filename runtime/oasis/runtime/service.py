@@ -7,6 +7,7 @@ bound address to ``address_file`` (JSON) once it is SERVING, which is how the la
 
 from __future__ import annotations
 
+import argparse
 import hmac
 import logging
 import os
@@ -25,6 +26,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from oasis.runtime.files import write_json_atomic
+from oasis.runtime.logs import add_log_arguments
+from oasis.runtime.logs import configure_logging as configure_logging  # re-exported: entry points use it
+from oasis.runtime.metrics import (
+    MetricsInterceptor,
+    MetricsServer,
+    add_metrics_argument,
+    start_metrics_server,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +51,14 @@ class ServerConfig:
     # health probes see it), then in-flight calls get grace_seconds to finish.
     not_serving_seconds: float = 0.2
     address_file: Path | None = None
+    metrics_port: int | None = None  # Prometheus /metrics on host (0: ephemeral); None: no metrics at all
     security: Security = field(default_factory=lambda: Security.from_env())
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"metrics_port must be in [0, 65535] or None, got {self.metrics_port}")
         if self.max_workers < 1:
             raise ValueError("max_workers must be >= 1")
         if self.grace_seconds < 0 or self.not_serving_seconds < 0:
@@ -255,6 +267,7 @@ class RunningServer:
     address: str
     service_names: tuple[str, ...]
     config: ServerConfig
+    metrics: MetricsServer | None = None
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def set_serving(self, serving: bool) -> None:
@@ -273,6 +286,8 @@ class RunningServer:
         if self.config.not_serving_seconds:
             time.sleep(self.config.not_serving_seconds)
         self.server.stop(self.config.grace_seconds if grace is None else grace).wait()
+        if self.metrics is not None:
+            self.metrics.stop()
         logger.info("server on %s stopped", self.address)
 
     def wait(self) -> None:
@@ -289,6 +304,8 @@ def build_server(
     (e.g. ``oasis.v1.Engine``) for health and reflection.
     """
     interceptors: list[grpc.ServerInterceptor] = []
+    if config.metrics_port is not None:  # first: it also counts the calls the others refuse
+        interceptors.append(MetricsInterceptor())
     if config.security.token:
         interceptors.append(TokenAuthInterceptor(config.security.token))
     interceptors.append(MalformedRequestInterceptor())
@@ -311,18 +328,27 @@ def build_server(
         port = server.add_secure_port(f"{config.host}:{config.port}", credentials)
     if port == 0:
         raise OSError(f"could not bind {config.host}:{config.port}")
+    metrics = None if config.metrics_port is None else start_metrics_server(config.host, config.metrics_port)
     server.start()
-    running = RunningServer(server, health_servicer, f"{config.host}:{port}", names, config)
+    running = RunningServer(server, health_servicer, f"{config.host}:{port}", names, config, metrics)
     running.set_serving(True)
     if config.address_file is not None:
-        write_address_file(config.address_file, running.address, os.getpid())
+        extra = {} if metrics is None else {"metrics": metrics.address}
+        write_address_file(config.address_file, running.address, os.getpid(), extra)
     logger.info("serving %s on %s", ", ".join(names), running.address)
     return running
 
 
-def write_address_file(path: Path, address: str, pid: int) -> None:
-    """Write ``{"address", "pid"}`` atomically so a reader never sees a half-written file."""
-    write_json_atomic(path, {"address": address, "pid": pid})
+def write_address_file(path: Path, address: str, pid: int, extra: Mapping[str, Any] | None = None) -> None:
+    """Write ``{"address", "pid", **extra}`` (``extra``: e.g. ``"metrics"``) atomically so a reader never sees
+    a half-written file."""
+    write_json_atomic(path, {**(extra or {}), "address": address, "pid": pid})
+
+
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags every gRPC service shares: ``--metrics-port`` and ``--log-format``."""
+    add_metrics_argument(parser)
+    add_log_arguments(parser)
 
 
 def run_until_signal(running: RunningServer, on_stop: Callable[[], None] | None = None) -> None:
@@ -339,8 +365,3 @@ def run_until_signal(running: RunningServer, on_stop: Callable[[], None] | None 
     running.stop()
     if on_stop is not None:
         on_stop()
-
-
-def configure_logging(level: str = "INFO") -> None:
-    """Entry points only: one handler on the root logger."""
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s")

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from oasis.runtime.files import write_json_atomic
+from oasis.runtime.logs import add_log_arguments
 from oasis.web.corpus import CorpusError, load_corpus
 from oasis.web.server import Behaviour, ReplayedWeb, RobotsPolicy
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--disallow", action="append", default=[], help="a Disallow path for every host")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every response")
     parser.add_argument("--log-level", default="INFO")
+    add_log_arguments(parser)
     return parser
 
 
@@ -48,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from oasis.runtime.service import configure_logging
 
     args = build_parser().parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, args.log_format, service="web")
     try:
         robots = RobotsPolicy(disallow=tuple(args.disallow), crawl_delay=args.crawl_delay)
         behaviour = Behaviour(latency=args.latency)

@@ -1,0 +1,171 @@
+"""``oasis export --engine TOPIC --format jsonl|warc --out FILE``: every document of one engine, to a file.
+
+The documents are streamed from the engine over gRPC (``Engine.Export``: a snapshot of the index taken when
+the export starts) and written as they arrive, to a temporary file that replaces ``FILE`` only when the whole
+export succeeded (a failed export leaves no partial file and an existing ``FILE`` untouched).
+
+* ``jsonl``: one JSON object per line: ``{"url", "title", "text", "fetch_time", "fetch_date", "relevance",
+  "engine"}`` (``fetch_time`` in seconds since the epoch, ``fetch_date`` the same in ISO 8601 UTC).
+* ``warc`` (warcio; gzip per record when ``FILE`` ends in ``.gz``): a ``warcinfo`` record, then one
+  ``resource`` record per document: ``WARC-Target-URI`` the URL, ``WARC-Date`` the fetch time, the stored
+  text as a ``text/plain; charset=utf-8`` block, and the title, relevance and engine in ``Oasis-Title``,
+  ``Oasis-Relevance`` and ``Oasis-Engine`` headers. These are resource records, not response records: the
+  engine keeps the extracted title and text, not the HTTP response.
+
+Standard library only at import (the command table imports this module to build the parser).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oasis.runtime.clients import IndexDocument
+
+logger = logging.getLogger(__name__)
+
+FORMATS = ("jsonl", "warc")
+WARC_CONTENT_TYPE = "text/plain; charset=utf-8"
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("export", help="write every document of one engine to a JSONL or WARC file")
+    p.add_argument(
+        "--state-dir", default=None, help="cluster state directory (default $OASIS_STATE_DIR or ./.oasis)"
+    )
+    p.add_argument("--engine", required=True, help="engine (topic) name in the running cluster")
+    p.add_argument("--address", default=None, help="HOST:PORT of the engine (instead of the cluster state)")
+    p.add_argument("--format", choices=FORMATS, default="jsonl", help="jsonl (default) or warc (warcio)")
+    p.add_argument("--out", required=True, type=Path, help="output file (.warc.gz: gzipped WARC records)")
+    p.add_argument("--limit", type=int, default=0, help="at most this many documents (0: all)")
+    p.set_defaults(func=cmd_export)
+
+
+def iso_date(seconds: float) -> str:
+    return datetime.fromtimestamp(max(0.0, seconds), UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def document_json(doc: IndexDocument, engine: str) -> dict[str, Any]:
+    return {
+        "url": doc.url,
+        "title": doc.title,
+        "text": doc.text,
+        "fetch_time": doc.fetch_time,
+        "fetch_date": iso_date(doc.fetch_time),
+        "relevance": doc.relevance,
+        "engine": engine,
+    }
+
+
+def write_jsonl(out: IO[bytes], docs: Iterable[IndexDocument], engine: str) -> int:
+    n = 0
+    for doc in docs:
+        out.write(json.dumps(document_json(doc, engine), ensure_ascii=False).encode("utf-8") + b"\n")
+        n += 1
+    return n
+
+
+def write_warc(out: IO[bytes], docs: Iterable[IndexDocument], engine: str, *, gzip: bool) -> int:
+    from io import BytesIO
+
+    from warcio.warcwriter import WARCWriter
+
+    writer = WARCWriter(out, gzip=gzip)
+    info = writer.create_warcinfo_record(
+        f"oasis-export-{engine}",
+        {"software": "oasis export", "format": "WARC File Format 1.1", "oasis-engine": engine},
+    )
+    writer.write_record(info)
+    n = 0
+    for doc in docs:
+        body = doc.text.encode("utf-8")
+        headers = {
+            "WARC-Date": iso_date(doc.fetch_time),
+            "Oasis-Title": doc.title,
+            "Oasis-Relevance": f"{doc.relevance or 0.0:.6f}",
+            "Oasis-Engine": engine,
+        }
+        record = writer.create_warc_record(
+            doc.url,
+            "resource",
+            payload=BytesIO(body),
+            length=len(body),
+            warc_content_type=WARC_CONTENT_TYPE,
+            warc_headers_dict=headers,
+        )
+        writer.write_record(record)
+        n += 1
+    return n
+
+
+def export(address: str, engine: str, fmt: str, out: Path, *, limit: int = 0) -> int:
+    """Stream ``engine``'s documents from ``address`` into ``out``; the number written.
+
+    Raises :class:`~oasis.runtime.errors.ServiceError` (the engine failed mid-stream: nothing is written),
+    :class:`~oasis.runtime.files.FileWriteError`, or ``ValueError`` for bad arguments.
+    """
+    from tqdm import tqdm
+
+    from oasis.runtime.clients import EngineClient
+    from oasis.runtime.files import atomic_writer
+
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    if limit < 0:
+        raise ValueError(f"--limit must be >= 0, got {limit}")
+    if fmt == "warc":
+        try:
+            import warcio  # noqa: F401  (the research extra; checked before the engine is asked)
+        except ImportError:
+            raise ValueError("--format warc needs warcio: pip install 'oasis-search[research]'") from None
+    client = EngineClient(address)
+    try:
+        total = client.document_count()
+        if limit:
+            total = min(total, limit)
+        docs = tqdm(client.export(limit=limit), total=total, unit="doc", file=sys.stderr, disable=None)
+        with atomic_writer(out) as fh:
+            if fmt == "jsonl":
+                return write_jsonl(fh, docs, engine)
+            return write_warc(fh, docs, engine, gzip=out.name.endswith(".gz"))
+    finally:
+        client.close()
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from oasis.runtime.errors import ServiceError
+    from oasis.runtime.files import FileWriteError
+
+    address = args.address
+    if address is None:
+        from oasis.cluster.commands import _load
+
+        cluster = _load(args)
+        if cluster is None:
+            return 1
+        try:
+            record = cluster.get(args.engine)
+        except KeyError as exc:
+            print(f"oasis export: {exc.args[0]}", file=sys.stderr)
+            return 2
+        if record.kind != "engine":
+            print(f"oasis export: {args.engine} is a {record.kind}, not an engine", file=sys.stderr)
+            return 2
+        address = record.address
+    try:
+        n = export(address, args.engine, args.format, args.out, limit=args.limit)
+    except ValueError as exc:
+        print(f"oasis export: {exc}", file=sys.stderr)
+        return 2
+    except (ServiceError, FileWriteError) as exc:
+        print(f"oasis export: {exc} (nothing written to {args.out})", file=sys.stderr)
+        return 1
+    print(f"{args.engine}: {n} documents written to {args.out} ({args.format})")
+    return 0
