@@ -45,7 +45,9 @@ RouteSource = Literal["directory", "cache", "stale", "fallback"]
 MAX_QUERY_CHARS = 2048
 MAX_K = 1000
 MAX_DEADLINE_MS = 60_000
-REPLY_MARGIN_SECONDS = 0.005  # keep this much of the caller's gRPC deadline to send the reply
+REPLY_MARGIN_SECONDS = 0.005  # keep at least this much of the caller's gRPC deadline to send the reply,
+REPLY_MARGIN_FRACTION = 0.1  # or this share of it (at most REPLY_MARGIN_MAX): a loaded host delays the reply
+REPLY_MARGIN_MAX = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,7 +195,9 @@ class Broker:
         query = check_request(query, k, deadline_ms, max_engines)
         budget = (deadline_ms or self.config.default_deadline_ms) / 1000.0
         if caller_remaining is not None:
-            budget = min(budget, caller_remaining - REPLY_MARGIN_SECONDS)
+            margin = REPLY_MARGIN_FRACTION * caller_remaining
+            margin = min(max(REPLY_MARGIN_SECONDS, margin), REPLY_MARGIN_MAX)
+            budget = min(budget, caller_remaining - margin)
         deadline = start + max(budget, 0.0)
         if not self._slots.acquire(blocking=False):
             raise Overloaded(
