@@ -15,7 +15,13 @@ from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
 from oasis.broker.merge import NORMALISATIONS
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import BrokerServicer
-from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.runtime.service import (
+    ServerConfig,
+    add_advertise_argument,
+    build_server,
+    configure_logging,
+    run_until_signal,
+)
 from oasis.v1 import broker_pb2, broker_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -24,7 +30,8 @@ logger = logging.getLogger(__name__)
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m oasis.broker", description="Oasis query broker")
     p.add_argument("--directory", required=True, help="HOST:PORT of the directory")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(p)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--address-file", type=Path, default=None)
     p.add_argument("--route-cache-seconds", type=float, default=2.0)
@@ -49,15 +56,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_concurrent_queries=args.max_concurrent_queries,
         normalisation=args.normalisation,
     )
+    # enough server threads that the concurrency bound, not the thread pool, is what refuses excess load
+    workers = config.max_concurrent_queries + 8
+    try:
+        server_config = ServerConfig(
+            host=args.host,
+            port=args.port,
+            address_file=args.address_file,
+            max_workers=workers,
+            advertise=args.advertise,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     directory = GrpcDirectoryClient(args.directory)
     engines = EngineClientPool()
     broker = Broker(config, directory=directory, engines=engines, clock=time.monotonic)
-    # enough server threads that the concurrency bound, not the thread pool, is what refuses excess load
-    workers = config.max_concurrent_queries + 8
-    running = build_server(
-        ServerConfig(host=args.host, port=args.port, address_file=args.address_file, max_workers=workers),
-        lambda server: add_broker(server, broker),
-    )
+    running = build_server(server_config, lambda server: add_broker(server, broker))
 
     def close() -> None:
         directory.close()

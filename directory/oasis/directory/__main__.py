@@ -14,7 +14,13 @@ import grpc
 
 from oasis.directory.registry import Registry
 from oasis.directory.servicer import DirectoryServicer
-from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.runtime.service import (
+    ServerConfig,
+    add_advertise_argument,
+    build_server,
+    configure_logging,
+    run_until_signal,
+)
 from oasis.v1 import directory_pb2, directory_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -34,7 +40,8 @@ class DirectoryConfig:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m oasis.directory", description="Oasis engine directory")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(p)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--address-file", type=Path, default=None)
     p.add_argument("--lease-seconds", type=float, default=5.0)
@@ -53,11 +60,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = DirectoryConfig(
         host=args.host, port=args.port, address_file=args.address_file, lease_seconds=args.lease_seconds
     )
+    try:
+        server_config = ServerConfig(
+            host=config.host, port=config.port, address_file=config.address_file, advertise=args.advertise
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     registry = Registry(lease_seconds=config.lease_seconds, clock=time.monotonic)
-    running = build_server(
-        ServerConfig(host=config.host, port=config.port, address_file=config.address_file),
-        lambda server: add_directory(server, registry),
-    )
+    running = build_server(server_config, lambda server: add_directory(server, registry))
     run_until_signal(running)
     return 0
 

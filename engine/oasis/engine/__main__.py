@@ -13,7 +13,13 @@ from oasis.engine.index import IndexBusy, TopicIndex
 from oasis.engine.relevance import RelevanceModel
 from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_to_proto
 from oasis.engine.topic import InvalidTopic, Topic
-from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.runtime.service import (
+    ServerConfig,
+    add_advertise_argument,
+    build_server,
+    configure_logging,
+    run_until_signal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--heartbeat-seconds", type=float, default=1.0)
     p.add_argument("--port", type=int, default=0)
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(p)
     p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--batch-size", type=int, default=256, help="commit after this many buffered operations")
     p.add_argument("--limitmb", type=int, default=256, help="Whoosh writer memory limit per commit (MB)")
@@ -60,7 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary_terms=args.summary_terms,
             allowed_hosts=parse_allowed_hosts(args.allowed_hosts),
         )
-        server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)
+        server_config = ServerConfig(
+            host=args.host, port=args.port, address_file=args.address_file, advertise=args.advertise
+        )
         RelevanceModel.from_topic(config.topic)  # the profile must have indexable terms
     except (ValueError, InvalidTopic) as exc:
         print(f"error: {exc}", file=sys.stderr)

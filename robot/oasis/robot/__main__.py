@@ -11,7 +11,13 @@ from pathlib import Path
 from oasis.robot.app import Q_TABLE_FILE, add_robot_arguments, build_crawler, config_from_args, resume_crawler
 from oasis.robot.engine_port import RobotEngineError
 from oasis.robot.servicer import RobotServicer, add_robot_servicer
-from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
+from oasis.runtime.service import (
+    ServerConfig,
+    add_advertise_argument,
+    build_server,
+    configure_logging,
+    run_until_signal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", required=True, help="HOST:PORT of this robot's topic engine")
     p.add_argument("--state-dir", required=True, type=Path, help="checkpoint directory (resumed if present)")
     p.add_argument("--autostart", action="store_true", help="start crawling at once")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(p)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--engine-wait", type=float, default=30.0, help="seconds to wait for the engine at start")
@@ -38,7 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(
             args, name=args.name, state_dir=args.state_dir, default_q_table=args.state_dir / Q_TABLE_FILE
         )
-        server_config = ServerConfig(host=args.host, port=args.port, address_file=args.address_file)
+        server_config = ServerConfig(
+            host=args.host, port=args.port, address_file=args.address_file, advertise=args.advertise
+        )
         crawler, engine = build_crawler(
             config, args.engine, seed=args.seed, recrawl=args.recrawl, recrawl_period=args.recrawl_period
         )
