@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from oasis.cluster.launcher import node_command
 from oasis.cluster.remote import DirectoryLister
 from oasis.runtime.errors import ServiceError
 
@@ -244,7 +245,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Net, Pat
         root = tmp_path_factory.mktemp("netns")
         config = root / "cluster.toml"
         config.write_text(_config(net))
-        # every node at once, each in its own namespace, with the same command the container image runs
+        # every node at once, each in its own namespace, with the command the container image runs
+        # (node_command: deploy/Dockerfile's ENTRYPOINT + CMD, checked by tests/test_deploy.py)
         procs = {
             node: subprocess.Popen(
                 [
@@ -253,13 +255,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Net, Pat
                     "exec",
                     net.namespaces[node],
                     OASIS,
-                    "up",
-                    "--config",
-                    str(config),
-                    "--node",
-                    node,
-                    "--state-dir",
-                    str(root / node),
+                    *node_command(config, node, root / node)[1:],
                     "--detach",
                     "--timeout",
                     "60",

@@ -327,6 +327,12 @@ def _port(address: str) -> int:
     return int(address.rsplit(":", 1)[1])
 
 
+def node_command(config: Path | str, node: str, state_dir: Path | str) -> list[str]:
+    """The command that starts one node of a multi-host cluster: what deploy/Dockerfile's ENTRYPOINT + CMD
+    run in a container, and tests/test_multihost_netns.py in each network namespace."""
+    return ["oasis", "up", "--config", str(config), "--state-dir", str(state_dir), "--node", node]
+
+
 def bring_up_node(
     config: ClusterConfig,
     node_name: str,
