@@ -17,6 +17,7 @@ from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import BrokerServicer
 from oasis.runtime.service import (
     ServerConfig,
+    add_advertise_argument,
     add_service_arguments,
     build_server,
     configure_logging,
@@ -30,7 +31,8 @@ logger = logging.getLogger(__name__)
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m oasis.broker", description="Oasis query broker")
     p.add_argument("--directory", required=True, help="HOST:PORT of the directory")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(p)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--address-file", type=Path, default=None)
     p.add_argument("--route-cache-seconds", type=float, default=2.0)
@@ -56,21 +58,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_concurrent_queries=args.max_concurrent_queries,
         normalisation=args.normalisation,
     )
-    directory = GrpcDirectoryClient(args.directory)
-    engines = EngineClientPool()
-    broker = Broker(config, directory=directory, engines=engines, clock=time.monotonic)
     # enough server threads that the concurrency bound, not the thread pool, is what refuses excess load
     workers = config.max_concurrent_queries + 8
-    running = build_server(
-        ServerConfig(
+    try:
+        server_config = ServerConfig(
             host=args.host,
             port=args.port,
             address_file=args.address_file,
             max_workers=workers,
+            advertise=args.advertise,
             metrics_port=args.metrics_port,
-        ),
-        lambda server: add_broker(server, broker),
-    )
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    directory = GrpcDirectoryClient(args.directory)
+    engines = EngineClientPool()
+    broker = Broker(config, directory=directory, engines=engines, clock=time.monotonic)
+    running = build_server(server_config, lambda server: add_broker(server, broker))
 
     def close() -> None:
         directory.close()

@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     up = sub.add_parser("up", help="start a local cluster (Ctrl-C or `oasis down` stops it)")
     _add_state_dir(up)
     up.add_argument("--config", type=Path, default=None, help="cluster TOML (default: built-in)")
+    up.add_argument(
+        "--node", default=None, help="start only this [[node]] of the cluster TOML (one host of several)"
+    )
     up.add_argument("--no-robots", action="store_true", help="engines only: no replayed web, no robots")
     up.add_argument("--detach", action="store_true", help="return once everything is SERVING")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each service")
@@ -59,11 +62,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     status = sub.add_parser("status", help="services, addresses, health, document counts")
     _add_state_dir(status)
+    status.add_argument(
+        "--directory", default=None, help="HOST:PORT: ask this directory for the engines (no state file)"
+    )
+    status.add_argument("--broker", default=None, help="HOST:PORT: with --directory, also this broker")
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_status)
 
     search = sub.add_parser("search", help="query the cluster through the broker")
     _add_state_dir(search)
+    search.add_argument("--broker", default=None, help="HOST:PORT of a broker (no state file needed)")
     search.add_argument("query")
     search.add_argument("-k", type=int, default=10)
     search.add_argument("--deadline-ms", type=int, default=1000)
@@ -113,11 +121,14 @@ def _wait_for_signal() -> None:
 
 def _bring_up(args: argparse.Namespace, robots: bool) -> Cluster | None:
     from oasis.cluster.config import ConfigError, load_config
-    from oasis.cluster.launcher import LaunchError, bring_up
+    from oasis.cluster.launcher import LaunchError, bring_up, bring_up_node
 
     try:
         config = load_config(args.config)
-        return bring_up(config, _state_dir(args), robots=robots, timeout=getattr(args, "timeout", 60.0))
+        timeout = getattr(args, "timeout", 60.0)
+        if getattr(args, "node", None):
+            return bring_up_node(config, args.node, _state_dir(args), robots=robots, timeout=timeout)
+        return bring_up(config, _state_dir(args), robots=robots, timeout=timeout)
     except (ConfigError, LaunchError) as exc:
         print(f"oasis up: {exc}", file=sys.stderr)
         return None
@@ -234,7 +245,20 @@ def service_table(cluster: Cluster) -> list[dict[str, Any]]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    cluster = _load(args)
+    if args.directory:
+        from oasis.cluster.remote import remote_cluster
+        from oasis.runtime.errors import ServiceError
+
+        try:
+            cluster: Cluster | None = remote_cluster(args.directory, args.broker)
+        except ServiceError as exc:
+            print(f"oasis status: {exc}", file=sys.stderr)
+            return 1
+    elif args.broker:
+        print("oasis status: --broker goes with --directory", file=sys.stderr)
+        return 2
+    else:
+        cluster = _load(args)
     if cluster is None:
         return 1
     rows = service_table(cluster)
@@ -257,9 +281,11 @@ def _broker_address(cluster: Cluster) -> str:
     from oasis.cluster.launcher import NoCluster
 
     brokers = cluster.of_kind("broker")
-    if not brokers:
-        raise NoCluster("the cluster has no broker")
-    return brokers[0].address
+    if brokers:
+        return brokers[0].address
+    if cluster.remote.get("broker"):  # a node of a multi-host cluster whose broker runs elsewhere
+        return cluster.remote["broker"]
+    raise NoCluster("the cluster has no broker")
 
 
 def search_json(result: SearchResult) -> dict[str, Any]:
@@ -273,7 +299,13 @@ def search_json(result: SearchResult) -> dict[str, Any]:
             {"url": h.url, "title": h.title, "snippet": snippet, "highlights": [list(s) for s in spans],
              "score": h.score, "engine": h.engine}
         )  # fmt: skip
-    return {"hits": hits, "engines": result.engines}
+    return {
+        "hits": hits,
+        "engines": result.engines,
+        "partial": result.partial,
+        "messages": result.messages,
+        "took_ms": result.took_ms,
+    }
 
 
 def print_results(query: str, result: SearchResult, bold: bool | None = None) -> None:
@@ -295,15 +327,23 @@ def print_results(query: str, result: SearchResult, bold: bool | None = None) ->
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    from oasis.cluster.launcher import NoCluster
     from oasis.runtime.clients import BrokerClient, ServiceError
 
-    cluster = _load(args)
-    if cluster is None:
-        return 1
     if args.k < 1:
         print("oasis search: -k must be >= 1", file=sys.stderr)
         return 2
-    client = BrokerClient(_broker_address(cluster))
+    address = args.broker
+    if address is None:
+        cluster = _load(args)
+        if cluster is None:
+            return 1
+        try:
+            address = _broker_address(cluster)
+        except NoCluster as exc:
+            print(f"oasis search: {exc}", file=sys.stderr)
+            return 1
+    client = BrokerClient(address)
     try:
         result = client.search(args.query, k=args.k, deadline_ms=args.deadline_ms)
     except ServiceError as exc:

@@ -3,6 +3,12 @@
 Robots' learning files (``controller_config``, ``initial_q_table`` in ``[robot]`` or a ``[[topic]]``;
 ``q_table`` only in a ``[[topic]]``, one table per robot) are paths relative to the TOML file; the launcher
 passes them as the robot's ``--controller-config``, ``--initial-q-table`` and ``--q-table`` flags.
+
+Several hosts: ``[cluster]`` gives ``directory`` and ``broker`` (HOST:PORT, where every node finds them) and
+each ``[[node]]`` a ``name``, an ``address`` (advertised; also bound unless ``bind`` is given, e.g.
+``0.0.0.0`` in a container), its ``services`` (``directory``, ``broker``, ``gateway``, ``web``,
+``engine:TOPIC``, ``robot:TOPIC``) and optional fixed ``ports`` by service (``{"engine:TOPIC" = 7410}``).
+``oasis up --node NAME`` starts one node's services. Without ``[[node]]`` everything runs on this host.
 """
 
 from __future__ import annotations
@@ -13,12 +19,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from oasis.runtime.service import check_advertised, join_host_port, split_host_port
+
 DEFAULT_CONFIG = "default_cluster.toml"
 # service names the launcher uses itself; an engine (topic) may not take one
 RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web"})
 ROBOT_PREFIX = "robot-"
 LEARNING_POLICY = "whittle"  # the robot policy that learns a Q-table
 ROBOT_FILES = ("controller_config", "q_table", "initial_q_table")  # per-topic robot keys (paths)
+NODE_SERVICES = ("directory", "broker", "gateway", "web")  # besides engine:TOPIC and robot:TOPIC
+TOPIC_SERVICES = ("engine", "robot")
 
 
 class ConfigError(ValueError):
@@ -64,6 +74,61 @@ class RobotSettings:
             raise ConfigError("robot: min_delay >= 0, max_in_flight >= 1, max_pages >= 0 required")
 
 
+def parse_address(value: object, where: str) -> str:
+    """A ``HOST:PORT`` another host can reach (never a wildcard), or :class:`ConfigError`."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where} must be HOST:PORT (a string), got {value!r}")
+    try:
+        host, port = split_host_port(value)
+        check_advertised("", value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    if port is None or not host:
+        raise ConfigError(f"{where} must be HOST:PORT, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeConfig:
+    """One host of a multi-host cluster: what it runs and the address others reach it at."""
+
+    name: str
+    address: str  # advertised host (what the directory and the other nodes are told)
+    bind: str  # where its services listen (default: address)
+    services: tuple[str, ...]
+    ports: dict[str, int] = field(default_factory=dict)  # service -> fixed port (0 / absent: ephemeral)
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
+            raise ConfigError(f"node name must be alphanumeric (with - or _), got {self.name!r}")
+        try:
+            check_advertised(self.bind, self.address)
+        except ValueError as exc:
+            raise ConfigError(f"node {self.name!r}: address {self.address!r}: {exc}") from exc
+        if split_host_port(self.address)[1] is not None:
+            raise ConfigError(f"node {self.name!r}: address is a host (no port), got {self.address!r}")
+        if not self.services:
+            raise ConfigError(f"node {self.name!r} runs no services")
+        if len(set(self.services)) != len(self.services):
+            raise ConfigError(f"node {self.name!r}: a service is listed twice: {list(self.services)}")
+        for service in self.services:
+            kind, _, topic = service.partition(":")
+            if not (service in NODE_SERVICES or (kind in TOPIC_SERVICES and topic)):
+                raise ConfigError(
+                    f"node {self.name!r}: unknown service {service!r}; have "
+                    f"{', '.join(NODE_SERVICES)}, engine:TOPIC, robot:TOPIC"
+                )
+        for service, port in self.ports.items():
+            if service not in self.services:
+                raise ConfigError(f"node {self.name!r}: a port for {service!r}, which it does not run")
+            if not 0 <= port <= 65535:
+                raise ConfigError(f"node {self.name!r}: port of {service!r} must be in [0, 65535]")
+
+    def topics(self, kind: str) -> list[str]:
+        """Topics of this node's ``kind`` services (``engine`` or ``robot``), in the listed order."""
+        return [s.partition(":")[2] for s in self.services if s.partition(":")[0] == kind and ":" in s]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ClusterConfig:
     topics: tuple[TopicConfig, ...]
@@ -75,10 +140,16 @@ class ClusterConfig:
     web_corpus: str | None = None
     log_format: str = "text"  # every service's --log-format: text or json (JSON lines)
     robot: RobotSettings = field(default_factory=RobotSettings)
+    # several hosts: where every node finds the directory and the broker, and what each node runs
+    directory: str | None = None
+    broker: str | None = None
+    nodes: tuple[NodeConfig, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.topics:
             raise ConfigError("at least one [[topic]] is required")
+        if self.nodes:
+            self._check_nodes()
         names = [t.name for t in self.topics]
         if len(set(names)) != len(names):
             raise ConfigError(f"topic names must be unique: {names}")
@@ -100,6 +171,61 @@ class ClusterConfig:
                         f"robot policy {self.robot.policy!r} learns no Q-table (topic {t.name!r}); "
                         f"q_table and initial_q_table need policy {LEARNING_POLICY!r}"
                     )
+
+    def _check_nodes(self) -> None:
+        if self.directory is None or self.broker is None:
+            raise ConfigError("[[node]] needs [cluster] directory and broker (HOST:PORT each)")
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"node names must be unique: {names}")
+        topics = {t.name for t in self.topics}
+        for service in ("directory", "broker"):
+            holders = [n.name for n in self.nodes if service in n.services]
+            if len(holders) != 1:
+                raise ConfigError(f"exactly one [[node]] runs the {service}, got {holders or 'none'}")
+        engines = [topic for n in self.nodes for topic in n.topics("engine")]
+        for kind in TOPIC_SERVICES:
+            for n in self.nodes:
+                unknown = sorted(set(n.topics(kind)) - topics)
+                if unknown:
+                    raise ConfigError(f"node {n.name!r}: {kind} of unknown topic {unknown[0]!r}")
+        for topic in sorted(topics):
+            if engines.count(topic) != 1:
+                raise ConfigError(
+                    f"topic {topic!r} needs exactly one engine:{topic} on a node, got {engines.count(topic)}"
+                )
+        for n in self.nodes:
+            for topic in n.topics("robot"):
+                if self.engine_address(topic, n) is None:
+                    raise ConfigError(
+                        f"node {n.name!r}: robot:{topic} runs away from its engine; give the engine a fixed "
+                        f'port (ports = {{"engine:{topic}" = PORT}} on its node) or run both on one node'
+                    )
+            if n.topics("robot") and "web" not in n.services:
+                raise ConfigError(
+                    f"node {n.name!r}: its robots crawl the replayed web, which serves on loopback: "
+                    'add "web" to its services'
+                )
+            if "web" in n.services and self.web_corpus is None:
+                raise ConfigError(f"node {n.name!r} runs the web but [web] has no corpus")
+
+    def node(self, name: str) -> NodeConfig:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        have = ", ".join(n.name for n in self.nodes) or "none: this file describes no [[node]]"
+        raise ConfigError(f"no [[node]] named {name!r} (have {have})")
+
+    def engine_address(self, topic: str, origin: NodeConfig) -> str | None:
+        """Where ``origin``'s robot of ``topic`` reaches the engine: "" when the engine runs on ``origin``
+        (the launcher knows its address), HOST:PORT when it runs elsewhere on a fixed port, else None."""
+        for n in self.nodes:
+            if topic in n.topics("engine"):
+                if n.name == origin.name:
+                    return ""
+                port = n.ports.get(f"engine:{topic}", 0)
+                return join_host_port(n.address, port) if port else None
+        return None
 
     def robot_files(self, topic: str) -> dict[str, Path]:
         """The learning files of ``topic``'s robot (key -> path): the topic's own, else ``[robot]``'s."""
@@ -141,6 +267,30 @@ def _topic(raw: dict[str, Any], base_dir: Path | None) -> TopicConfig:
         raise ConfigError(f"topic is missing {exc.args[0]!r}: {raw}") from exc
 
 
+def _node(raw: object) -> NodeConfig:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"[[node]] must be a table, got {raw!r}")
+    unknown = sorted(set(raw) - {"name", "address", "bind", "services", "ports"})
+    if unknown:
+        raise ConfigError(f"[[node]] {raw.get('name', '?')!r}: unknown key {unknown[0]!r}")
+    try:
+        name, address = raw["name"], raw["address"]
+    except KeyError as exc:
+        raise ConfigError(f"[[node]] is missing {exc.args[0]!r}: {raw}") from exc
+    services, ports = raw.get("services", []), raw.get("ports", {})
+    if not isinstance(services, list) or not all(isinstance(s, str) for s in services):
+        raise ConfigError(f"node {name!r}: services must be a list of strings, got {services!r}")
+    if not isinstance(ports, dict) or not all(isinstance(p, int) for p in ports.values()):
+        raise ConfigError(f"node {name!r}: ports must map services to integers, got {ports!r}")
+    return NodeConfig(
+        name=str(name),
+        address=str(address),
+        bind=str(raw.get("bind", address)),
+        services=tuple(services),
+        ports={str(k): int(v) for k, v in ports.items()},
+    )
+
+
 def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterConfig:
     """The cluster config from parsed TOML; relative robot file paths are taken relative to ``base_dir``
     (the TOML file's folder; None: the current directory)."""
@@ -159,6 +309,11 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
             max_concurrent_queries=int(cluster.get("max_concurrent_queries", 64)),
             web_corpus=web.get("corpus"),
             log_format=str(cluster.get("log_format", "text")),
+            directory=None
+            if "directory" not in cluster
+            else parse_address(cluster["directory"], "[cluster] directory"),
+            broker=None if "broker" not in cluster else parse_address(cluster["broker"], "[cluster] broker"),
+            nodes=tuple(_node(n) for n in data.get("node", [])),
             robot=RobotSettings(
                 policy=str(robot.get("policy", "whittle")),
                 min_delay=float(robot.get("min_delay", 0.02)),

@@ -7,6 +7,9 @@ find a running cluster. One cluster per state folder: ``oasis up`` holds an excl
 folder whose services are still running. A recorded pid is signalled only while it is still the process
 that was started (same start time, command line naming its address file in this folder), and when
 ``cluster.json`` is lost or truncated ``oasis down`` finds the services by their command lines in /proc.
+On several hosts (``[[node]]`` in the cluster TOML) each host runs :func:`bring_up_node` with its own state
+directory: the state file then holds that node's services and, under ``cluster``, where the node finds the
+cluster's directory and broker.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from oasis.cluster.config import ROBOT_PREFIX, ClusterConfig
+from oasis.cluster.config import ROBOT_PREFIX, ClusterConfig, NodeConfig
 from oasis.runtime.files import write_json_atomic
 from oasis.runtime.service import open_channel
 from oasis.runtime.spawn import SpawnError, log_tail, spawn_service
@@ -169,6 +172,7 @@ class Cluster:
         self.services: list[ServiceRecord] = []
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self.lock: StateDirLock | None = None  # held by `oasis up` while it starts (and runs) the cluster
+        self.remote: dict[str, str] = {}  # a node of a multi-host cluster: node, directory, broker
 
     # ------------------------------------------------------------------ state file
     @property
@@ -176,7 +180,10 @@ class Cluster:
         return self.state_dir / STATE_FILE
 
     def save(self) -> None:
-        write_json_atomic(self.state_path, {"services": [asdict(s) for s in self.services]}, indent=2)
+        data: dict[str, Any] = {"services": [asdict(s) for s in self.services]}
+        if self.remote:
+            data["cluster"] = self.remote
+        write_json_atomic(self.state_path, data, indent=2)
 
     @classmethod
     def load(cls, state_dir: Path) -> Cluster:
@@ -189,6 +196,7 @@ class Cluster:
             raise NoCluster(f"unreadable cluster state {cluster.state_path}: {exc}") from exc
         try:
             cluster.services = [ServiceRecord(**s) for s in data.get("services", [])]
+            cluster.remote = {str(k): str(v) for k, v in data.get("cluster", {}).items()}
         except (TypeError, AttributeError) as exc:
             raise NoCluster(f"unreadable cluster state {cluster.state_path}: {exc}") from exc
         return cluster
@@ -376,6 +384,28 @@ def bring_up(
 ) -> Cluster:
     """Start directory, engines, broker and (when the config has a web and ``robots``) the replayed web and
     one robot per topic. On any failure, everything started so far is stopped again."""
+    if config.nodes:
+        raise LaunchError(
+            "this cluster file describes [[node]]s: start each with `oasis up --config FILE --node NAME` "
+            f"({', '.join(n.name for n in config.nodes)})"
+        )
+    cluster = _new_cluster(state_dir)
+    lvl = ["--log-level", log_level, "--log-format", config.log_format]
+    try:
+        directory = cluster.start("directory", "directory", directory_argv(config, lvl), timeout=timeout)
+        for topic in config.topics:
+            argv = engine_argv(config, topic.name, cluster.state_dir, directory.address, lvl)
+            cluster.start(topic.name, "engine", argv, timeout=timeout)
+        cluster.start("broker", "broker", broker_argv(config, directory.address, lvl), timeout=timeout)
+        if robots and config.web_corpus:
+            start_web_and_robots(cluster, config, timeout=timeout, log_level=log_level)
+    except BaseException:
+        cluster.down(grace=5.0)
+        raise
+    return cluster
+
+
+def _new_cluster(state_dir: Path) -> Cluster:
     cluster = Cluster(state_dir)
     lock = StateDirLock(cluster.state_dir)  # one `oasis up` at a time per folder
     running = processes_of(cluster.state_dir)
@@ -393,54 +423,116 @@ def bring_up(
             aside = cluster.state_path.with_name(f"{STATE_FILE}.unreadable")
             logger.warning("%s; kept as %s", exc, aside)
             os.replace(cluster.state_path, aside)
+    cluster.state_dir.mkdir(parents=True, exist_ok=True)
+    return cluster
+
+
+def directory_argv(config: ClusterConfig, extra: Sequence[str] = ()) -> list[str]:
+    """``python -m oasis.directory`` arguments (without --port / --address-file)."""
+    return ["-m", "oasis.directory", "--lease-seconds", str(config.lease_seconds), *extra]
+
+
+def engine_argv(
+    config: ClusterConfig, topic: str, state_dir: Path, directory: str, extra: Sequence[str] = ()
+) -> list[str]:
+    """``python -m oasis.engine`` arguments of ``topic``'s engine, its index under ``state_dir``."""
+    t = next(t for t in config.topics if t.name == topic)
+    return [
+        "-m", "oasis.engine",
+        "--name", t.name,
+        "--topic", t.name,
+        "--description", t.description,
+        "--keywords", ",".join(t.keywords),
+        "--index-dir", str(state_dir / "index" / t.name),
+        "--directory", directory,
+        "--heartbeat-seconds", str(config.heartbeat_seconds),
+        *extra,
+    ]  # fmt: skip
+
+
+def broker_argv(config: ClusterConfig, directory: str, extra: Sequence[str] = ()) -> list[str]:
+    """``python -m oasis.broker`` arguments (without --port / --address-file)."""
+    return [
+        "-m", "oasis.broker",
+        "--directory", directory,
+        "--route-cache-seconds", str(config.route_cache_seconds),
+        "--default-deadline-ms", str(config.default_deadline_ms),
+        "--max-concurrent-queries", str(config.max_concurrent_queries),
+        *extra,
+    ]  # fmt: skip
+
+
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1])
+
+
+def node_command(config: Path | str, node: str, state_dir: Path | str) -> list[str]:
+    """The command that starts one node of a multi-host cluster: what deploy/Dockerfile's ENTRYPOINT + CMD
+    run in a container, and tests/test_multihost_netns.py in each network namespace."""
+    return ["oasis", "up", "--config", str(config), "--state-dir", str(state_dir), "--node", node]
+
+
+def bring_up_node(
+    config: ClusterConfig,
+    node_name: str,
+    state_dir: Path,
+    *,
+    robots: bool = True,
+    timeout: float = 60.0,
+    log_level: str = "INFO",
+) -> Cluster:
+    """Start the services of one ``[[node]]`` of a multi-host cluster, each bound to the node's ``bind``
+    address and advertising its ``address``; engines register with ``[cluster] directory``. The directory
+    and the broker listen on the ports of ``[cluster] directory`` / ``broker``, other services on the
+    node's ``ports`` or ephemeral ones. On any failure, everything started so far is stopped again."""
+    node: NodeConfig = config.node(node_name)
+    assert config.directory is not None and config.broker is not None  # checked with the nodes
+    cluster = _new_cluster(state_dir)
+    cluster.remote = {"node": node.name, "directory": config.directory, "broker": config.broker}
     lvl = ["--log-level", log_level, "--log-format", config.log_format]
+    addr = ["--host", node.bind, "--advertise", node.address]
     try:
-        directory = cluster.start(
-            "directory",
-            "directory",
-            ["-m", "oasis.directory", "--lease-seconds", str(config.lease_seconds), *lvl],
-            timeout=timeout,
-        )
-        for topic in config.topics:
-            cluster.start(
-                topic.name,
-                "engine",
-                [
-                    "-m", "oasis.engine",
-                    "--name", topic.name,
-                    "--topic", topic.name,
-                    "--description", topic.description,
-                    "--keywords", ",".join(topic.keywords),
-                    "--index-dir", str(cluster.state_dir / "index" / topic.name),
-                    "--directory", directory.address,
-                    "--heartbeat-seconds", str(config.heartbeat_seconds),
-                    *lvl,
-                ],
-                timeout=timeout,
-            )  # fmt: skip
-        cluster.start(
-            "broker",
-            "broker",
-            [
-                "-m", "oasis.broker",
-                "--directory", directory.address,
-                "--route-cache-seconds", str(config.route_cache_seconds),
-                "--default-deadline-ms", str(config.default_deadline_ms),
-                "--max-concurrent-queries", str(config.max_concurrent_queries),
-                *lvl,
-            ],
-            timeout=timeout,
-        )  # fmt: skip
-        if robots and config.web_corpus:
-            start_web_and_robots(cluster, config, timeout=timeout, log_level=log_level)
+        if "directory" in node.services:
+            argv = directory_argv(config, ["--host", node.bind, "--advertise", config.directory, *lvl])
+            cluster.start("directory", "directory", argv, port=_port(config.directory), timeout=timeout)
+        for topic in node.topics("engine"):
+            argv = engine_argv(config, topic, cluster.state_dir, config.directory, [*addr, *lvl])
+            port = node.ports.get(f"engine:{topic}", 0)
+            cluster.start(topic, "engine", argv, port=port, timeout=timeout)
+        if "broker" in node.services:
+            argv = broker_argv(
+                config, config.directory, ["--host", node.bind, "--advertise", config.broker, *lvl]
+            )
+            cluster.start("broker", "broker", argv, port=_port(config.broker), timeout=timeout)
+        if robots and node.topics("robot"):
+            seeds = start_web(cluster, config, timeout=timeout, log_level=log_level)
+            for topic in node.topics("robot"):
+                engine = config.engine_address(topic, node) or cluster.get(topic).address
+                argv = robot_argv(
+                    config,
+                    topic,
+                    engine,
+                    state_dir=cluster.state_dir / "robots" / topic,
+                    seeds=seeds,
+                    log_level=log_level,
+                    extra=addr,
+                )
+                port = node.ports.get(f"robot:{topic}", 0)
+                cluster.start(f"{ROBOT_PREFIX}{topic}", "robot", argv, port=port, timeout=timeout)
+        elif "web" in node.services:
+            start_web(cluster, config, timeout=timeout, log_level=log_level)
+        if "gateway" in node.services:
+            port = node.ports.get("gateway", 0)
+            argv = ["-m", "oasis.gateway", "--broker", config.broker, *addr, "--port", str(port), *lvl]
+            cluster.start("gateway", "gateway", argv, timeout=timeout, grpc_health=False)
     except BaseException:
         cluster.down(grace=5.0)
         raise
     return cluster
 
 
-def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
-    """The replayed web (``python -m oasis.web``) and one robot per topic engine, seeded from the web."""
+def start_web(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> list[str]:
+    """The replayed web (``python -m oasis.web``, on loopback); its seed URLs."""
     assert config.web_corpus is not None
     fmt = ["--log-format", config.log_format]
     web = cluster.start(
@@ -458,6 +550,12 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
         first = str(next(iter(hosts.values())))
         web.address = first
         cluster.save()
+    return seeds
+
+
+def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
+    """The replayed web (``python -m oasis.web``) and one robot per topic engine, seeded from the web."""
+    seeds = start_web(cluster, config, timeout=timeout, log_level=log_level)
     for engine in cluster.of_kind("engine"):
         argv = robot_argv(
             config,
@@ -478,8 +576,10 @@ def robot_argv(
     state_dir: Path,
     seeds: Sequence[str],
     log_level: str,
+    extra: Sequence[str] = (),
 ) -> list[str]:
-    """``python -m oasis.robot`` arguments of ``topic``'s robot (without --port / --address-file)."""
+    """``python -m oasis.robot`` arguments of ``topic``'s robot (without --port / --address-file);
+    ``extra`` (e.g. ``--host``/``--advertise``) goes before the seeds."""
     rs = config.robot
     # the robot's learning files from the cluster TOML: --controller-config, --q-table, --initial-q-table
     learning = [
@@ -503,5 +603,6 @@ def robot_argv(
         "--log-format", config.log_format,
         "--progress-seconds", str(rs.progress_seconds),
         *learning,
+        *extra,
         "--seeds", *seeds,
     ]  # fmt: skip

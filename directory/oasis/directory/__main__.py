@@ -18,6 +18,7 @@ from oasis.directory.servicer import DirectoryServicer
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
     ServerConfig,
+    add_advertise_argument,
     add_service_arguments,
     build_server,
     configure_logging,
@@ -42,7 +43,8 @@ class DirectoryConfig:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m oasis.directory", description="Oasis engine directory")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(p)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--address-file", type=Path, default=None)
     p.add_argument("--lease-seconds", type=float, default=5.0)
@@ -62,17 +64,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = DirectoryConfig(
         host=args.host, port=args.port, address_file=args.address_file, lease_seconds=args.lease_seconds
     )
-    registry = Registry(lease_seconds=config.lease_seconds, clock=time.monotonic)
-    register_collector(registry_families(registry))
-    running = build_server(
-        ServerConfig(
+    try:
+        server_config = ServerConfig(
             host=config.host,
             port=config.port,
             address_file=config.address_file,
+            advertise=args.advertise,
             metrics_port=args.metrics_port,
-        ),
-        lambda server: add_directory(server, registry),
-    )
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    registry = Registry(lease_seconds=config.lease_seconds, clock=time.monotonic)
+    register_collector(registry_families(registry))
+    running = build_server(server_config, lambda server: add_directory(server, registry))
     run_until_signal(running)
     return 0
 

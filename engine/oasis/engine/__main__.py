@@ -17,6 +17,7 @@ from oasis.engine.topic import InvalidTopic, Topic
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
     ServerConfig,
+    add_advertise_argument,
     add_service_arguments,
     build_server,
     configure_logging,
@@ -38,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--heartbeat-seconds", type=float, default=1.0)
     p.add_argument("--port", type=int, default=0)
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(p)
     p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--batch-size", type=int, default=256, help="commit after this many buffered operations")
     p.add_argument("--limitmb", type=int, default=256, help="Whoosh writer memory limit per commit (MB)")
@@ -70,7 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             allowed_hosts=parse_allowed_hosts(args.allowed_hosts),
         )
         server_config = ServerConfig(
-            host=args.host, port=args.port, address_file=args.address_file, metrics_port=args.metrics_port
+            host=args.host,
+            port=args.port,
+            address_file=args.address_file,
+            advertise=args.advertise,
+            metrics_port=args.metrics_port,
         )
         RelevanceModel.from_topic(config.topic)  # the profile must have indexable terms
     except (ValueError, InvalidTopic) as exc:

@@ -15,6 +15,7 @@ from oasis.robot.servicer import RobotServicer, add_robot_servicer
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
     ServerConfig,
+    add_advertise_argument,
     add_service_arguments,
     build_server,
     configure_logging,
@@ -30,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", required=True, help="HOST:PORT of this robot's topic engine")
     p.add_argument("--state-dir", required=True, type=Path, help="checkpoint directory (resumed if present)")
     p.add_argument("--autostart", action="store_true", help="start crawling at once")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(p)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--engine-wait", type=float, default=30.0, help="seconds to wait for the engine at start")
@@ -52,7 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             args, name=args.name, state_dir=args.state_dir, default_q_table=args.state_dir / Q_TABLE_FILE
         )
         server_config = ServerConfig(
-            host=args.host, port=args.port, address_file=args.address_file, metrics_port=args.metrics_port
+            host=args.host,
+            port=args.port,
+            address_file=args.address_file,
+            advertise=args.advertise,
+            metrics_port=args.metrics_port,
         )
         if args.progress_seconds < 0:
             raise ValueError(f"--progress-seconds must be >= 0, got {args.progress_seconds}")

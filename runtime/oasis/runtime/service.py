@@ -1,8 +1,13 @@
 """Shared gRPC server runtime: health, reflection, message limits, graceful drain, address file.
 
 Every Oasis service builds its server with :func:`build_server`, adds its servicer, and calls
-:func:`run_until_signal`. The server binds to loopback on an ephemeral port by default and writes the
-bound address to ``address_file`` (JSON) once it is SERVING, which is how the launcher finds it.
+:func:`run_until_signal`. The server binds to loopback on an ephemeral port by default and writes its
+address to ``address_file`` (JSON) once it is SERVING, which is how the launcher finds it.
+
+Bind vs advertise (as Elasticsearch's ``network.host`` / ``network.publish_host``): ``host`` is where the
+server listens, ``advertise`` what it tells others (the directory, the address file). A wildcard bind
+(``0.0.0.0``, ``::``) needs an explicit ``advertise``; an advertised wildcard is refused at start, because
+another host handed ``0.0.0.0:PORT`` would connect to itself.
 """
 
 from __future__ import annotations
@@ -53,18 +58,79 @@ class ServerConfig:
     address_file: Path | None = None
     metrics_port: int | None = None  # Prometheus /metrics on host (0: ephemeral); None: no metrics at all
     security: Security = field(default_factory=lambda: Security.from_env())
+    # what others are told: HOST (the bound port is added) or HOST:PORT (a NAT / Service port); None: host
+    advertise: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port must be in [0, 65535], got {self.port}")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"metrics_port must be in [0, 65535] or None, got {self.metrics_port}")
+        check_advertised(self.host, self.advertise)
         if self.max_workers < 1:
             raise ValueError("max_workers must be >= 1")
         if self.grace_seconds < 0 or self.not_serving_seconds < 0:
             raise ValueError("grace_seconds and not_serving_seconds must be >= 0")
         if self.max_message_bytes < 1024:
             raise ValueError("max_message_bytes must be >= 1024")
+
+
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]", "*", "0:0:0:0:0:0:0:0"})
+
+
+def split_host_port(address: str) -> tuple[str, int | None]:
+    """``HOST`` -> (HOST, None); ``HOST:PORT`` / ``[V6]:PORT`` -> (HOST, PORT); a bare IPv6 stays a host."""
+    if address.startswith("["):
+        host, _, rest = address[1:].partition("]")
+        return host, int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else None
+    if address.count(":") == 1:
+        host, _, port = address.partition(":")
+        if not port.isdigit():
+            raise ValueError(f"bad port in address {address!r}")
+        return host, int(port)
+    return address, None
+
+
+def join_host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def check_advertised(host: str, advertise: str | None) -> None:
+    """Refuse a configuration whose advertised address nobody else could reach (a clear error at start)."""
+    if advertise is None:
+        if host in WILDCARD_HOSTS:
+            raise ValueError(
+                f"--host {host or '(empty)'} binds every interface but is no address another host can "
+                "reach: give the address to publish with --advertise HOST (e.g. this host's IP or DNS name)"
+            )
+        return
+    advertised_host, port = split_host_port(advertise.strip())
+    if advertised_host.strip("[]") in WILDCARD_HOSTS:
+        raise ValueError(
+            f"--advertise {advertise!r} is a wildcard, not a reachable address: "
+            "give this host's IP or DNS name"
+        )
+    if port is not None and not 0 < port <= 65535:
+        raise ValueError(f"--advertise {advertise!r}: port must be in [1, 65535]")
+
+
+def advertised_address(host: str, bound_port: int, advertise: str | None) -> str:
+    """The address others are told: ``advertise`` (with the bound port unless it names one), else the bind."""
+    check_advertised(host, advertise)
+    if advertise is None:
+        return join_host_port(host, bound_port)
+    advertised_host, port = split_host_port(advertise.strip())
+    return join_host_port(advertised_host, bound_port if port is None else port)
+
+
+def add_advertise_argument(parser: Any) -> None:
+    """The ``--advertise`` flag every service takes beside ``--host`` (the bind address)."""
+    parser.add_argument(
+        "--advertise",
+        default=os.environ.get("OASIS_ADVERTISE") or None,
+        help="address to publish (HOST or HOST:PORT; default $OASIS_ADVERTISE, else --host); "
+        "required when --host is a wildcard such as 0.0.0.0",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -260,14 +326,15 @@ def channel_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[st
 
 @dataclass
 class RunningServer:
-    """A started gRPC server with its health servicer and bound address."""
+    """A started gRPC server with its health servicer, advertised address and bound address."""
 
     server: grpc.Server
     health: health.HealthServicer
-    address: str
+    address: str  # advertised: what the directory and the address file get
     service_names: tuple[str, ...]
     config: ServerConfig
     metrics: MetricsServer | None = None
+    bound: str = ""  # where it listens (HOST:PORT of the bind)
     _stopped: threading.Event = field(default_factory=threading.Event)
 
     def set_serving(self, serving: bool) -> None:
@@ -330,19 +397,30 @@ def build_server(
         raise OSError(f"could not bind {config.host}:{config.port}")
     metrics = None if config.metrics_port is None else start_metrics_server(config.host, config.metrics_port)
     server.start()
-    running = RunningServer(server, health_servicer, f"{config.host}:{port}", names, config, metrics)
+    address = advertised_address(config.host, port, config.advertise)
+    bound = join_host_port(config.host, port)
+    running = RunningServer(server, health_servicer, address, names, config, metrics, bound=bound)
     running.set_serving(True)
     if config.address_file is not None:
-        extra = {} if metrics is None else {"metrics": metrics.address}
-        write_address_file(config.address_file, running.address, os.getpid(), extra)
-    logger.info("serving %s on %s", ", ".join(names), running.address)
+        extra: dict[str, Any] = {}
+        if metrics is not None:  # published like the service: on the advertised host
+            metrics_port = split_host_port(metrics.address)[1]
+            advertised_host = split_host_port(address)[0]
+            extra["metrics"] = join_host_port(advertised_host, metrics_port or 0)
+        write_address_file(config.address_file, running.address, os.getpid(), extra, bound=bound)
+    logger.info("serving %s on %s (advertised as %s)", ", ".join(names), bound, running.address)
     return running
 
 
-def write_address_file(path: Path, address: str, pid: int, extra: Mapping[str, Any] | None = None) -> None:
-    """Write ``{"address", "pid", **extra}`` (``extra``: e.g. ``"metrics"``) atomically so a reader never sees
-    a half-written file."""
-    write_json_atomic(path, {**(extra or {}), "address": address, "pid": pid})
+def write_address_file(
+    path: Path, address: str, pid: int, extra: Mapping[str, Any] | None = None, *, bound: str | None = None
+) -> None:
+    """Write ``{"address", "pid", **extra}`` (``extra``: e.g. ``"metrics"``; and ``bound``, the listening
+    address, when it differs from the advertised one) atomically: a reader never sees a half-written file."""
+    data: dict[str, Any] = {**(extra or {}), "address": address, "pid": pid}
+    if bound is not None and bound != address:
+        data["bound"] = bound
+    write_json_atomic(path, data)
 
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:

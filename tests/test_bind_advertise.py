@@ -1,0 +1,93 @@
+"""Bind vs advertise: what a service publishes is always an address another host can reach."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from oasis.runtime.service import (
+    ServerConfig,
+    advertised_address,
+    build_server,
+    check_advertised,
+    split_host_port,
+)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::]", ""])
+def test_wildcard_bind_without_advertise_is_refused_at_start(host: str) -> None:
+    with pytest.raises(ValueError, match="--advertise"):
+        ServerConfig(host=host)
+
+
+@pytest.mark.parametrize("advertise", ["0.0.0.0", "0.0.0.0:7401", "[::]:7401", "::"])
+def test_wildcard_advertise_is_refused(advertise: str) -> None:
+    with pytest.raises(ValueError, match="wildcard"):
+        ServerConfig(host="0.0.0.0", advertise=advertise)
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "advertise", "expected"),
+    [
+        ("127.0.0.1", 5000, None, "127.0.0.1:5000"),
+        ("0.0.0.0", 5000, "10.0.0.2", "10.0.0.2:5000"),
+        ("0.0.0.0", 5000, "engine-0.engines:7410", "engine-0.engines:7410"),  # a Service port
+        ("::", 5000, "fd00::2", "[fd00::2]:5000"),
+        ("::", 5000, "[fd00::2]:81", "[fd00::2]:81"),
+    ],
+)
+def test_advertised_address(host: str, port: int, advertise: str | None, expected: str) -> None:
+    assert advertised_address(host, port, advertise) == expected
+    assert split_host_port(expected)[1] == int(expected.rsplit(":", 1)[1])
+
+
+def test_bad_advertised_port_is_refused() -> None:
+    with pytest.raises(ValueError, match="port"):
+        check_advertised("0.0.0.0", "host:http")
+    with pytest.raises(ValueError, match="port"):
+        check_advertised("0.0.0.0", "host:70000")
+
+
+def test_server_on_every_interface_publishes_the_advertised_address(tmp_path: Path) -> None:
+    config = ServerConfig(host="0.0.0.0", advertise="127.0.0.1", address_file=tmp_path / "a.json")
+    running = build_server(config, lambda server: [])
+    try:
+        port = running.bound.rsplit(":", 1)[1]
+        assert running.bound == f"0.0.0.0:{port}"
+        assert running.address == f"127.0.0.1:{port}"
+        data = json.loads((tmp_path / "a.json").read_text())
+        assert data == {"address": running.address, "bound": running.bound, "pid": os.getpid()}
+        with grpc.insecure_channel(running.address) as channel:  # reachable where it says it is
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        running.stop(0)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["-m", "oasis.directory"],
+        ["-m", "oasis.broker", "--directory", "127.0.0.1:1"],
+        ["-m", "oasis.engine", "--name", "a", "--topic", "a", "--keywords", "sql", "--index-dir", "IDX"],
+    ],
+)
+def test_every_service_refuses_a_wildcard_without_advertise_with_a_clear_error(
+    argv: list[str], tmp_path: Path
+) -> None:
+    argv = [a.replace("IDX", str(tmp_path / "idx")) for a in argv]
+    env = {k: v for k, v in os.environ.items() if k != "OASIS_ADVERTISE"}
+    proc = subprocess.run(
+        [sys.executable, *argv, "--host", "0.0.0.0", "--address-file", str(tmp_path / "a.json")],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "--advertise" in proc.stderr and "0.0.0.0" in proc.stderr
+    assert not (tmp_path / "a.json").exists()  # never published
