@@ -25,17 +25,18 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from whoosh import highlight, qparser, scoring
+from whoosh import collectors, highlight, scoring
 from whoosh import query as wquery
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
 
+from oasis.engine import query as qlang
 from oasis.engine.relevance import RelevanceModel, idf, idf_table
 from oasis.engine.topic import Topic
 from oasis.runtime.text import make_analyzer
@@ -54,6 +55,10 @@ class InvalidQuery(ValueError):
     """A search query that is empty, too long, or has no searchable terms."""
 
 
+class SearchTimeout(TimeoutError):
+    """A search ran past its deadline and was stopped (the caller has stopped waiting)."""
+
+
 class IndexBusy(RuntimeError):
     """Another live process owns the index directory."""
 
@@ -65,11 +70,14 @@ class IndexLimits:
     max_query_chars: int = 4_096
     max_limit: int = 1_000
     max_offset: int = 10_000
+    max_search_seconds: float = 10.0  # a search without a (shorter) deadline stops after this long
 
     def __post_init__(self) -> None:
         for name in ("max_text_chars", "max_title_chars", "max_query_chars", "max_limit", "max_offset"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if not self.max_search_seconds > 0:
+            raise ValueError("max_search_seconds must be > 0")
 
 
 # --- operations ---------------------------------------------------------------------------------------
@@ -350,6 +358,25 @@ def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
     return df, cf
 
 
+class _DeadlineCollector(collectors.WrappingCollector):
+    """Stops collecting with :class:`SearchTimeout` once ``deadline`` (time.monotonic) has passed."""
+
+    CHECK_EVERY = 256  # documents between clock reads
+
+    def __init__(self, child: Any, deadline: float) -> None:
+        super().__init__(child)
+        self.deadline = deadline
+
+    def collect_matches(self) -> None:
+        child = self.child
+        for n, docnum in enumerate(child.matches(), start=1):
+            child.collect(docnum)
+            if n % self.CHECK_EVERY == 0 and time.monotonic() > self.deadline:
+                raise SearchTimeout("search stopped at its deadline")
+        if time.monotonic() > self.deadline:
+            raise SearchTimeout("search stopped at its deadline")
+
+
 # --- the index -----------------------------------------------------------------------------------------
 
 
@@ -378,12 +405,14 @@ class TopicIndex:
         self._clock = clock
         self._stats_max_age = stats_max_age
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
-        self._parser = qparser.MultifieldParser(["title", "text"], ix.schema, group=qparser.OrGroup)
+        self._parser = qlang.make_parser(ix.schema, ["title", "text"])
         self._fragmenter = highlight.ContextFragmenter(maxchars=snippet_chars, surround=60)
         self._formatter = _BoldFormatter()
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
         self._searcher = ix.searcher(weighting=self._weighting)
+        self._searcher_users: dict[int, int] = {}  # id(searcher) -> searches using it (outside the lock)
+        self._retired: dict[int, Any] = {}  # replaced searchers still in use, closed by their last user
         self._generation = 0
         self._last_commit = self._toc_time()
         self._stats: _CollectionStats | None = None
@@ -428,7 +457,7 @@ class TopicIndex:
             if self._closed:
                 return
             self._closed = True
-            self._searcher.close()
+            self._retire(self._searcher)
             self._ix.close()
             if self._owner is not None:
                 self._owner.release()
@@ -506,7 +535,7 @@ class TopicIndex:
         with self._read_lock:
             old = self._searcher
             self._searcher = self._ix.searcher(weighting=self._weighting)
-            old.close()
+            self._retire(old)
             self._generation += 1
             self._last_commit = self._clock()
             documents = self._searcher.doc_count()
@@ -520,16 +549,23 @@ class TopicIndex:
 
     # reading
 
-    def search(self, query: str, *, limit: int = 10, offset: int = 0) -> SearchPage:
-        """Ranked hits (BM25F, title boosted) ``offset .. offset+limit`` and the total number of matches."""
+    def search(
+        self, query: str, *, limit: int = 10, offset: int = 0, timeout: float | None = None
+    ) -> SearchPage:
+        """Ranked hits (BM25F, title boosted) ``offset .. offset+limit`` and the total number of matches.
+
+        The search runs on a searcher leased outside every lock (a commit or ``stats`` never waits for it)
+        and stops with :class:`SearchTimeout` after ``timeout`` seconds (at most
+        ``limits.max_search_seconds``).
+        """
         q = self.parse_query(query)
         if not 1 <= limit <= self.limits.max_limit:
             raise InvalidQuery(f"limit must be in [1, {self.limits.max_limit}], got {limit}")
         if not 0 <= offset <= self.limits.max_offset:
             raise InvalidQuery(f"offset must be in [0, {self.limits.max_offset}], got {offset}")
-        with self._read_lock:
-            self._check_open()
-            results = self._searcher.search(q, limit=offset + limit)
+        seconds = min(timeout if timeout is not None else math.inf, self.limits.max_search_seconds)
+        with self._leased() as searcher:
+            results = self._search_until(searcher, q, offset + limit, time.monotonic() + seconds)
             results.fragmenter = self._fragmenter
             results.formatter = self._formatter
             total = len(results)
@@ -564,7 +600,44 @@ class TopicIndex:
             raise InvalidQuery(
                 f"query {query[:100]!r} has no searchable terms (only stop words or operators)"
             )
+        try:
+            qlang.check(q)
+        except qlang.QueryRefused as exc:
+            raise InvalidQuery(str(exc)) from exc
         return q
+
+    @contextlib.contextmanager
+    def _leased(self) -> Iterator[Any]:
+        """The current searcher, kept open until released even if a commit replaces it meanwhile."""
+        with self._read_lock:
+            self._check_open()
+            searcher = self._searcher
+            self._searcher_users[id(searcher)] = self._searcher_users.get(id(searcher), 0) + 1
+        try:
+            yield searcher
+        finally:
+            with self._read_lock:
+                left = self._searcher_users.pop(id(searcher)) - 1
+                if left:
+                    self._searcher_users[id(searcher)] = left
+                elif self._retired.pop(id(searcher), None) is not None:
+                    searcher.close()
+
+    def _retire(self, searcher: Any) -> None:
+        """Close a replaced searcher now, or when its last search ends (call with the read lock)."""
+        if self._searcher_users.get(id(searcher)):
+            self._retired[id(searcher)] = searcher
+        else:
+            searcher.close()
+
+    def _search_until(self, searcher: Any, q: wquery.Query, limit: int, deadline: float) -> Any:
+        try:
+            q = qlang.bounded(q, searcher.reader())
+        except qlang.QueryRefused as exc:
+            raise InvalidQuery(str(exc)) from exc
+        collector = _DeadlineCollector(searcher.collector(limit=limit), deadline)
+        searcher.search_with_collector(q, collector)
+        return collector.results()
 
     def contains(self, url: str) -> bool:
         with self._read_lock:

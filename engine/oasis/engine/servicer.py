@@ -15,6 +15,7 @@ from oasis.engine.index import (
     InvalidQuery,
     Op,
     Rejected,
+    SearchTimeout,
     Summary,
     TopicIndex,
     make_delete,
@@ -147,10 +148,15 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
         self._check_topic(context)
         try:
             page = self._index.search(
-                request.query, limit=request.limit or DEFAULT_LIMIT, offset=request.offset
+                request.query,
+                limit=request.limit or DEFAULT_LIMIT,
+                offset=request.offset,
+                timeout=context.time_remaining(),
             )
         except InvalidQuery as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except SearchTimeout as exc:
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(exc))
         return engine_pb2.SearchReply(
             hits=[hit_to_proto(h) for h in page.hits],
             total=page.total,
