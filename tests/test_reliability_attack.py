@@ -19,13 +19,18 @@ from pathlib import Path
 import grpc
 import pytest
 
+from oasis.broker.__main__ import add_broker
+from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
+from oasis.broker.service import Broker, BrokerConfig
+from oasis.directory.__main__ import add_directory
+from oasis.directory.registry import Registry
 from oasis.engine.config import EngineConfig
 from oasis.engine.index import TopicIndex
 from oasis.engine.servicer import EngineServicer, add_engine_servicer
 from oasis.engine.topic import Topic
 from oasis.runtime.service import ServerConfig, build_server, channel_options
-from oasis.runtime.spawn import spawn_service
-from oasis.v1 import engine_pb2, engine_pb2_grpc
+from oasis.runtime.spawn import ServiceProcess, spawn_service, stop_process
+from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc
 
 TOPIC = Topic(name="databases", description="relational databases", keywords=("sql", "query"))
 
@@ -196,3 +201,137 @@ def test_sigterm_ends_an_engine_within_its_drain_time_under_hostile_load(tmp_pat
         if proc.process.poll() is None:
             proc.process.kill()
             proc.process.wait()
+
+
+# --- a real cluster: directory and broker in this process, engines as processes ---------------------------
+
+
+class Rig:
+    """Directory + broker served in-process; ``n`` engine processes that register themselves."""
+
+    def __init__(self, tmp_path: Path, n: int = 3, lease_seconds: float = 3.0) -> None:
+        self.registry = Registry(lease_seconds=lease_seconds, clock=time.monotonic)
+        self.directory = build_server(ServerConfig(max_workers=8), lambda s: add_directory(s, self.registry))
+        self.engines: dict[str, ServiceProcess] = {}
+        self.tmp_path = tmp_path
+        try:
+            for i in range(n):
+                self.start_engine(f"e{i}")
+            self.broker = Broker(
+                BrokerConfig(route_cache_seconds=0.0),
+                directory=GrpcDirectoryClient(self.directory.address),
+                engines=EngineClientPool(),
+                clock=time.monotonic,
+            )
+            self.server = build_server(ServerConfig(max_workers=32), lambda s: add_broker(s, self.broker))
+            self.channel = grpc.insecure_channel(self.server.address, options=channel_options())
+            self.stub = broker_pb2_grpc.BrokerStub(self.channel)
+            self.wait_registered(set(self.engines))
+        except BaseException:
+            self.close()
+            raise
+
+    def start_engine(self, name: str, extra: tuple[str, ...] = ()) -> ServiceProcess:
+        argv = [sys.executable, "-m", "oasis.engine", "--name", name, "--topic", "databases"]
+        argv += ["--keywords", "sql,query", "--index-dir", str(self.tmp_path / name)]
+        argv += ["--directory", self.directory.address, "--heartbeat-seconds", "0.3", *extra]
+        proc = spawn_service(argv, self.tmp_path / f"{name}.addr", log=self.tmp_path / f"{name}.log")
+        self.engines[name] = proc
+        with grpc.insecure_channel(proc.address, options=channel_options()) as ch:
+            stub = engine_pb2_grpc.EngineStub(ch)
+            docs = [
+                engine_pb2.IndexRequest(
+                    seq=j + 1,
+                    upsert=engine_pb2.Document(
+                        url=f"http://{name}.test/p{j}", title=f"{name} sql {j}", text="sql tables rows"
+                    ),
+                    flush=j == 9,
+                )
+                for j in range(10)
+            ]
+            list(stub.Index(iter(docs), timeout=30))
+        return proc
+
+    def wait_registered(self, names: set[str], timeout: float = 15.0) -> None:
+        end = time.monotonic() + timeout
+        while {r.name for r in self.registry.live()} < names:
+            assert time.monotonic() < end, f"engines {names} not all registered"
+            time.sleep(0.05)
+        time.sleep(0.7)  # every engine's summary (with its documents) has been sent with a heartbeat
+
+    def search(self, query: str, deadline_ms: int = 1000) -> broker_pb2.BrokerSearchReply:
+        request = broker_pb2.BrokerSearchRequest(query=query, deadline_ms=deadline_ms, k=30)
+        reply: broker_pb2.BrokerSearchReply = self.stub.Search(request, timeout=deadline_ms / 1000 + 2)
+        return reply
+
+    def close(self) -> None:
+        for proc in self.engines.values():
+            if proc.process.poll() is None:
+                proc.process.send_signal(signal.SIGCONT)
+            stop_process(proc.process, 5.0)
+        if hasattr(self, "channel"):
+            self.channel.close()
+            self.server.stop(0)
+            self.broker._engines.close()  # type: ignore[attr-defined]
+        self.directory.stop(0)
+
+
+def engine_states(reply: broker_pb2.BrokerSearchReply) -> dict[str, int]:
+    return {s.name: s.state for s in reply.engines}
+
+
+def test_a_bad_query_never_suspends_engines_and_a_stopped_engine_is_back_promptly(tmp_path: Path) -> None:
+    """Item 3: 8 concurrent ``fetch_time:*`` searches used to suspend all 3 engines for 60 s, and a SIGSTOP
+    of one engine cost results long after it was resumed (concurrent failures each counted)."""
+    rig = Rig(tmp_path)
+    try:
+        ok = broker_pb2.ENGINE_STATE_OK
+        assert set(engine_states(rig.search("sql")).values()) == {ok}
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(lambda _: _code(rig, "fetch_time:*"), range(8)))
+        assert codes == [grpc.StatusCode.INVALID_ARGUMENT] * 8, codes
+        after = rig.search("sql")
+        assert engine_states(after) == {"e0": ok, "e1": ok, "e2": ok}, after
+        assert {h.engine for h in after.hits} == {"e0", "e1", "e2"} and not after.partial
+
+        # SIGSTOP e1 for 4 s under 4 concurrent query streams (deadline 300 ms), then SIGCONT
+        victim = rig.engines["e1"].process
+        stop = threading.Event()
+        worst = [0.0]
+
+        def stream() -> None:
+            while not stop.is_set():
+                t0 = time.monotonic()
+                rig.search("sql rows", deadline_ms=300)
+                worst[0] = max(worst[0], time.monotonic() - t0)
+
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(stream) for _ in range(4)]
+            victim.send_signal(signal.SIGSTOP)
+            time.sleep(4.0)
+            victim.send_signal(signal.SIGCONT)
+            resumed = time.monotonic()
+            back = None
+            while time.monotonic() - resumed < 10.0:
+                if engine_states(rig.search("sql rows", deadline_ms=300)).get("e1") == ok:
+                    back = time.monotonic() - resumed
+                    break
+                time.sleep(0.02)
+            stop.set()
+            for f in futures:
+                f.result()
+        print(
+            f"\nSIGSTOP 4 s: e1 answering again {back} s after SIGCONT; worst query {worst[0] * 1000:.0f} ms"
+        )
+        assert back is not None and back < 1.5
+        assert worst[0] < 0.3 + 0.25
+    finally:
+        rig.close()
+
+
+def _code(rig: Rig, query: str) -> grpc.StatusCode | None:
+    try:
+        rig.search(query)
+    except grpc.RpcError as exc:
+        return exc.code()  # type: ignore[no-any-return]
+    return None
