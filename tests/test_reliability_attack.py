@@ -30,7 +30,15 @@ from oasis.engine.servicer import EngineServicer, add_engine_servicer
 from oasis.engine.topic import Topic
 from oasis.runtime.service import ServerConfig, build_server, channel_options
 from oasis.runtime.spawn import ServiceProcess, spawn_service, stop_process
-from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc
+from oasis.v1 import (
+    broker_pb2,
+    broker_pb2_grpc,
+    common_pb2,
+    directory_pb2,
+    directory_pb2_grpc,
+    engine_pb2,
+    engine_pb2_grpc,
+)
 
 TOPIC = Topic(name="databases", description="relational databases", keywords=("sql", "query"))
 
@@ -209,8 +217,16 @@ def test_sigterm_ends_an_engine_within_its_drain_time_under_hostile_load(tmp_pat
 class Rig:
     """Directory + broker served in-process; ``n`` engine processes that register themselves."""
 
-    def __init__(self, tmp_path: Path, n: int = 3, lease_seconds: float = 3.0) -> None:
-        self.registry = Registry(lease_seconds=lease_seconds, clock=time.monotonic)
+    def __init__(
+        self,
+        tmp_path: Path,
+        n: int = 3,
+        lease_seconds: float = 3.0,
+        max_engines: int = 128,
+        engine_args: tuple[str, ...] = (),
+    ) -> None:
+        self.registry = Registry(lease_seconds=lease_seconds, clock=time.monotonic, max_engines=max_engines)
+        self.engine_args = engine_args
         self.directory = build_server(ServerConfig(max_workers=8), lambda s: add_directory(s, self.registry))
         self.engines: dict[str, ServiceProcess] = {}
         self.tmp_path = tmp_path
@@ -234,7 +250,14 @@ class Rig:
     def start_engine(self, name: str, extra: tuple[str, ...] = ()) -> ServiceProcess:
         argv = [sys.executable, "-m", "oasis.engine", "--name", name, "--topic", "databases"]
         argv += ["--keywords", "sql,query", "--index-dir", str(self.tmp_path / name)]
-        argv += ["--directory", self.directory.address, "--heartbeat-seconds", "0.3", *extra]
+        argv += [
+            "--directory",
+            self.directory.address,
+            "--heartbeat-seconds",
+            "0.3",
+            *self.engine_args,
+            *extra,
+        ]
         proc = spawn_service(argv, self.tmp_path / f"{name}.addr", log=self.tmp_path / f"{name}.log")
         self.engines[name] = proc
         with grpc.insecure_channel(proc.address, options=channel_options()) as ch:
@@ -259,8 +282,12 @@ class Rig:
             time.sleep(0.05)
         time.sleep(0.7)  # every engine's summary (with its documents) has been sent with a heartbeat
 
-    def search(self, query: str, deadline_ms: int = 1000) -> broker_pb2.BrokerSearchReply:
-        request = broker_pb2.BrokerSearchRequest(query=query, deadline_ms=deadline_ms, k=30)
+    def search(
+        self, query: str, deadline_ms: int = 1000, max_engines: int = 0
+    ) -> broker_pb2.BrokerSearchReply:
+        request = broker_pb2.BrokerSearchRequest(
+            query=query, deadline_ms=deadline_ms, k=30, max_engines=max_engines
+        )
         reply: broker_pb2.BrokerSearchReply = self.stub.Search(request, timeout=deadline_ms / 1000 + 2)
         return reply
 
@@ -335,3 +362,98 @@ def _code(rig: Rig, query: str) -> grpc.StatusCode | None:
     except grpc.RpcError as exc:
         return exc.code()  # type: ignore[no-any-return]
     return None
+
+
+def _index(address: str, docs: list[tuple[str, str]]) -> None:
+    with grpc.insecure_channel(address, options=channel_options()) as ch:
+        stub = engine_pb2_grpc.EngineStub(ch)
+        requests = [
+            engine_pb2.IndexRequest(
+                seq=i + 1, upsert=engine_pb2.Document(url=url, title="", text=text), flush=i == len(docs) - 1
+            )
+            for i, (url, text) in enumerate(docs)
+        ]
+        list(stub.Index(iter(requests), timeout=30))
+
+
+def test_routing_never_silently_drops_an_engine_that_holds_the_term(tmp_path: Path) -> None:
+    """Item 7: summaries cut to the top terms made an engine holding a rare term "share no query term"
+    (skipped, ``partial=false``, its document never found)."""
+    rig = Rig(tmp_path, engine_args=("--summary-terms", "5"))
+    try:
+        _index(rig.engines["e0"].address, [(f"http://e0.test/z{i}", "zymurgy brewing") for i in range(30)])
+        _index(rig.engines["e2"].address, [("http://e2.test/rare", "a page on zymurgy")])
+        time.sleep(1.0)  # heartbeats carry the new summaries
+        reply = rig.search("zymurgy")
+        states = engine_states(reply)
+        print(f"\nzymurgy: {states}, partial={reply.partial}")
+        assert states["e2"] == broker_pb2.ENGINE_STATE_OK, reply
+        assert "http://e2.test/rare" in {h.url for h in reply.hits}
+        assert states["e1"] == broker_pb2.ENGINE_STATE_SKIPPED and not reply.partial  # e1 truly lacks it
+        # an engine that may hold matches but is cut by max_engines is reported, and the answer is partial
+        capped = rig.search("zymurgy", max_engines=1)
+        assert capped.partial
+        assert any(
+            s.state == broker_pb2.ENGINE_STATE_SKIPPED and "not asked" in s.message for s in capped.engines
+        )
+    finally:
+        rig.close()
+
+
+def test_a_registration_is_owned_and_fake_engines_are_capped(tmp_path: Path) -> None:
+    """Item 1: Register had no ownership check (a process registering as an engine's name took its
+    queries), anyone could Deregister anyone, and a client could register hundreds of fake engines."""
+    rig = Rig(tmp_path, max_engines=8)
+    try:
+        real = rig.engines["e0"].address
+        fake = common_pb2.TopicSummary(
+            topic="databases",
+            documents=10**9,
+            total_terms=10**9,
+            terms=[common_pb2.TermStat(term="sql", df=10**9, cf=10**9)],
+        )
+        with grpc.insecure_channel(rig.directory.address) as ch:
+            stub = directory_pb2_grpc.DirectoryStub(ch)
+            hijack = directory_pb2.EngineInfo(name="e0", address="127.0.0.1:1", summary=fake)
+            for owner in ("", "attacker"):
+                with pytest.raises(grpc.RpcError) as err:
+                    stub.Register(directory_pb2.RegisterRequest(engine=hijack, owner=owner), timeout=5)
+                assert err.value.code() == grpc.StatusCode.ALREADY_EXISTS
+            with pytest.raises(grpc.RpcError) as err:
+                stub.Heartbeat(directory_pb2.HeartbeatRequest(name="e0", summary=fake), timeout=5)
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            refused = 0
+            for _ in range(10):  # Deregister of someone else's engine, between queries
+                with pytest.raises(grpc.RpcError) as err:
+                    stub.Deregister(directory_pb2.DeregisterRequest(name="e0", owner="attacker"), timeout=5)
+                refused += err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+                reply = rig.search("sql")
+                assert engine_states(reply)["e0"] == broker_pb2.ENGINE_STATE_OK and not reply.partial
+            assert refused == 10
+            assert {r.name: r.address for r in rig.registry.live()}["e0"] == real
+            # fake engines: the directory stops at its cap
+            accepted = 0
+            for i in range(300):
+                info = directory_pb2.EngineInfo(name=f"fake{i}", address="127.0.0.1:1", summary=fake)
+                try:
+                    stub.Register(directory_pb2.RegisterRequest(engine=info, owner=f"x{i}"), timeout=5)
+                    accepted += 1
+                except grpc.RpcError as exc:
+                    assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert accepted == 8 - 3
+            # a summary beyond the caps is refused whole
+            huge = common_pb2.TopicSummary(
+                terms=[common_pb2.TermStat(term=f"t{i}", df=1, cf=1) for i in range(100_001)]
+            )
+            with pytest.raises(grpc.RpcError) as err:
+                stub.Heartbeat(
+                    directory_pb2.HeartbeatRequest(name="fake0", summary=huge, owner="x0"), timeout=5
+                )
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        # the real engine's own heartbeats and restarts keep working: same owner token in its index directory
+        rig.engines["e0"].stop(5.0)
+        rig.start_engine("e0")
+        rig.wait_registered({"e0"})
+        assert engine_states(rig.search("sql"))["e0"] == broker_pb2.ENGINE_STATE_OK
+    finally:
+        rig.close()

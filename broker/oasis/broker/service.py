@@ -307,13 +307,19 @@ class Broker:
             statuses.setdefault(
                 name, EngineStatus(name=name, state="skipped", message="shares no query term")
             )
+        for name in route.omitted:
+            statuses.setdefault(
+                name,
+                EngineStatus(name=name, state="skipped", message="may hold matches; not asked (max_engines)"),
+            )
         if refused and len(refused) == len(calls):
             raise InvalidRequest(f"the engines refused the query: {refused[0]}")
         hits = merge(results, k, self.config.normalisation)
         ordered = [statuses[e.name] for e in route.engines] + [
-            statuses[n] for n in route.skipped if n in statuses
+            statuses[n] for n in (*route.skipped, *route.omitted) if n in statuses
         ]
-        partial = any(s.state not in ("ok", "skipped") for s in ordered)
+        # partial whenever an engine that might hold results was not asked or did not answer
+        partial = bool(route.omitted) or any(s.state not in ("ok", "skipped") for s in ordered)
         return SearchOutcome(
             hits=tuple(hits),
             engines=tuple(dict.fromkeys(ordered)),

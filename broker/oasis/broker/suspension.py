@@ -105,9 +105,7 @@ class Suspensions:
                 return max(0.0, previous.until - now)
             failures = previous.failures + 1
             seconds = self._policy.suspension(failures)
-            self._states[engine] = replace(
-                previous, failures=failures, until=now + seconds, last_failure=now
-            )
+            self._states[engine] = replace(previous, failures=failures, until=now + seconds, last_failure=now)
         if seconds:
             logger.warning("engine %s suspended for %.1f s after %d failures", engine, seconds, failures)
         return seconds

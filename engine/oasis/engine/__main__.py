@@ -75,10 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         servicer = EngineServicer(index, config)
         running = build_server(server_config, lambda server: add_engine_servicer(server, servicer))
         if config.directory is not None:
-            from oasis.engine.directory_client import DirectoryClient, Registration
+            from oasis.engine.directory_client import DirectoryClient, Registration, owner_token
 
+            owner = owner_token(config.index_dir)
             registration = Registration(
-                DirectoryClient(config.directory, timeout=config.rpc_timeout_seconds),
+                DirectoryClient(config.directory, timeout=config.rpc_timeout_seconds, owner=owner),
                 name=config.name,
                 address=running.address,
                 summary_fn=lambda: (index.generation, summary_to_proto(index.summary(config.summary_terms))),

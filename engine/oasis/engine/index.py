@@ -39,6 +39,7 @@ from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
 from oasis.engine import query as qlang
 from oasis.engine.relevance import RelevanceModel, idf, idf_table
 from oasis.engine.topic import Topic
+from oasis.runtime.bloom import BloomFilter
 from oasis.runtime.text import make_analyzer
 from oasis.runtime.urls import InvalidURL, canonicalize
 
@@ -216,6 +217,8 @@ class Summary:
     total_terms: int
     terms: tuple[TermStat, ...]
     keywords: tuple[str, ...]
+    term_filter: BloomFilter | None = None  # every term of the collection (terms lists the top ones)
+    vocabulary: int = 0  # distinct terms in the collection
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -416,6 +419,7 @@ class TopicIndex:
         self._generation = 0
         self._last_commit = self._toc_time()
         self._stats: _CollectionStats | None = None
+        self._filter: tuple[_CollectionStats, BloomFilter] | None = None
         self._segment_stats: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self._stats_time = -math.inf
         self._closed = False
@@ -694,7 +698,19 @@ class TopicIndex:
             total_terms=stats.total_terms,
             terms=tuple(TermStat(term=t, df=stats.df[t], cf=stats.cf[t]) for t in chosen),
             keywords=self.topic.keywords,
+            term_filter=self._term_filter(stats),
+            vocabulary=len(stats.df),
         )
+
+    def _term_filter(self, stats: _CollectionStats) -> BloomFilter:
+        """A Bloom filter of every term, so routing never mistakes a term cut from the summary for an
+        absent one (issue 15, item 7); built once per collection statistics."""
+        cached = self._filter
+        if cached is not None and cached[0] is stats:
+            return cached[1]
+        built = BloomFilter.build(stats.df, len(stats.df))
+        self._filter = (stats, built)
+        return built
 
     # internals
 

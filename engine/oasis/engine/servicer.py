@@ -53,6 +53,9 @@ def summary_to_proto(summary: Summary) -> common_pb2.TopicSummary:
         total_terms=summary.total_terms,
         terms=[common_pb2.TermStat(term=t.term, df=t.df, cf=t.cf) for t in summary.terms],
         keywords=list(summary.keywords),
+        term_filter=summary.term_filter.bits if summary.term_filter else b"",
+        term_filter_hashes=summary.term_filter.hashes if summary.term_filter else 0,
+        vocabulary=summary.vocabulary,
     )
 
 
