@@ -24,6 +24,9 @@ COMMANDS: dict[str, Command] = {
     "search": Command(_CLUSTER, "query the cluster through the broker"),
     "index": Command(_CLUSTER, "bulk-load local HTML files or folders into one engine"),
     "demo": Command(_CLUSTER, "the main job: cluster + robots crawl the built-in web + queries"),
+    "engine": Command(
+        "oasis.engine.cli", "check or repair an engine's index directory (the engine must be stopped)"
+    ),
     "crawl": Command("oasis.robot.cli", "crawl from seed URLs into a topic engine (progress bar, summary)"),
     "replay": Command(
         "oasis.replay.cli",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from oasis.engine.config import EngineConfig, parse_allowed_hosts
 from oasis.engine.index import IndexBusy, TopicIndex
+from oasis.engine.integrity import IndexDamaged
 from oasis.engine.relevance import RelevanceModel
 from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_to_proto
 from oasis.engine.topic import InvalidTopic, Topic
@@ -41,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="terms in the summary for the directory (routing skips engines lacking all query terms)",
     )
     p.add_argument("--allowed-hosts", default="", help="comma-separated hosts; refuse to index any other")
+    p.add_argument(
+        "--recover",
+        action="store_true",
+        help="if the index is damaged, salvage every readable document first (as `oasis engine repair`)",
+    )
     p.add_argument("--log-level", default="INFO")
     return p
 
@@ -66,8 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        index = TopicIndex.open(config.index_dir, config.topic, limitmb=config.limitmb, limits=config.limits)
-    except (IndexBusy, ValueError) as exc:
+        index = TopicIndex.open(
+            config.index_dir, config.topic, limitmb=config.limitmb, limits=config.limits, recover=args.recover
+        )
+    except (IndexBusy, IndexDamaged, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     registration = None

@@ -10,7 +10,12 @@ Recovery (``TopicIndex.open`` on a directory a killed engine left behind): the e
 second live engine on the same directory is refused with the owner's pid. Whoosh's ``MAIN_WRITELOCK`` is
 an ``flock`` too; its file may be left behind but is not a held lock, and ``open`` verifies that it can be
 taken. Writer scratch directories of dead writers are removed. Segments a killed writer wrote but never
-listed in a committed table of contents are invisible and are deleted by Whoosh at the next commit.
+listed in a committed table of contents are moved into ``oasis-unlisted/`` (never deleted: issue 15).
+
+Integrity (:mod:`oasis.engine.integrity`): ``open`` refuses a directory whose table of contents is missing
+or whose segments are truncated or altered (:class:`~oasis.engine.integrity.IndexDamaged`, naming the
+files) unless ``recover=True``, which salvages every readable document first; each commit records its
+segments' digests; a commit that fails removes the files it wrote.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from whoosh import query as wquery
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
 
+from oasis.engine import integrity
 from oasis.engine import query as qlang
 from oasis.engine.relevance import RelevanceModel, idf, idf_table
 from oasis.engine.topic import Topic
@@ -430,14 +436,26 @@ class TopicIndex:
     # construction
 
     @classmethod
-    def open(cls, directory: Path, topic: Topic, *, lock_timeout: float = 5.0, **kwargs: Any) -> TopicIndex:
-        """Open (or create) the index in ``directory``, recovering from a killed engine."""
+    def open(
+        cls, directory: Path, topic: Topic, *, lock_timeout: float = 5.0, recover: bool = False, **kwargs: Any
+    ) -> TopicIndex:
+        """Open (or create) the index in ``directory``, recovering from a killed engine.
+
+        Raises :class:`~oasis.engine.integrity.IndexDamaged` on a damaged index unless ``recover``, which
+        repairs it (salvaging what is readable) before opening."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         owner = _OwnerLock(directory)
         try:
             storage = DurableFileStorage(str(directory))
             _recover_directory(directory, storage, lock_timeout)
+            report = integrity.verify(directory)
+            if not report.ok:
+                if not recover:
+                    raise integrity.IndexDamaged(directory, report.problems)
+                integrity.repair(directory, make_schema())
+                report = integrity.verify(directory)
+            integrity.set_aside_unlisted(directory, report.unlisted)
             if storage.index_exists():
                 ix = storage.open_index()
                 missing = {"url", "title", "text"} - set(ix.schema.names())
@@ -445,6 +463,7 @@ class TopicIndex:
                     raise ValueError(f"{directory} holds a Whoosh index without fields {sorted(missing)}")
             else:
                 ix = storage.create_index(make_schema())
+            integrity.record(directory)
             index = cls(ix, topic, folder=directory, owner=owner, **kwargs)
         except BaseException:
             owner.release()
@@ -505,6 +524,7 @@ class TopicIndex:
             return CommitResult(acked_through=acked, rejected=rejected)
         with self._write_lock:
             self._check_open()
+            before = set(os.listdir(self._folder)) if self._folder is not None else set()
             writer = self._ix.writer(limitmb=self._limitmb, procs=1)
             try:
                 with writer.searcher() as s:
@@ -519,9 +539,13 @@ class TopicIndex:
                 for doc in docs:
                     writer.add_document(**doc)
                 writer.commit()
+                if self._folder is not None:
+                    integrity.record(self._folder)
             except BaseException:
                 with contextlib.suppress(Exception):
                     writer.cancel()
+                if self._folder is not None:
+                    integrity.remove_uncommitted(self._folder, before)
                 raise
             finally:
                 self._remove_scratch()
