@@ -37,10 +37,11 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` durably: a temp file in the same directory, write, flush, fsync,
     ``os.replace``, fsync the directory. The temp file is removed if any step fails, and the old file
-    (if any) is left as it was; a failure raises :class:`FileWriteError` naming ``path``."""
+    (if any) is left as it was; a failure raises :class:`FileWriteError` naming ``path``.
+    ``durable=False`` skips both fsyncs (still atomic: a reader sees the old file or the new one)."""
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -53,7 +54,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -61,7 +63,8 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         if isinstance(exc, OSError):
             raise FileWriteError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
-    _fsync_directory(target.parent)
+    if durable:
+        _fsync_directory(target.parent)
 
 
 def write_json_atomic(
@@ -70,12 +73,13 @@ def write_json_atomic(
     *,
     indent: int | None = None,
     compact: bool = False,
+    durable: bool = True,
 ) -> None:
     """Write ``data`` as JSON with :func:`write_bytes_atomic`. Serialisation happens before any file is
     touched, so an unserialisable object leaves nothing behind (``TypeError``/``ValueError``)."""
     separators = (",", ":") if compact else None
     text = json.dumps(data, indent=indent, separators=separators)
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
 
 
 def read_json(path: str | os.PathLike[str], what: str = "JSON") -> Any:
