@@ -368,20 +368,22 @@ def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
 
 
 class _DeadlineCollector(collectors.WrappingCollector):
-    """Stops collecting with :class:`SearchTimeout` once ``deadline`` (time.monotonic) has passed."""
+    """Stops collecting with :class:`SearchTimeout` once ``deadline`` (time.monotonic) has passed, or the
+    index is closing (a draining engine never waits for a search to end)."""
 
     CHECK_EVERY = 256  # documents between clock reads
 
-    def __init__(self, child: Any, deadline: float) -> None:
+    def __init__(self, child: Any, deadline: float, closing: threading.Event) -> None:
         super().__init__(child)
         self.deadline = deadline
+        self.closing = closing
 
     def collect_matches(self) -> None:
         child = self.child
         for n, docnum in enumerate(child.matches(), start=1):
             child.collect(docnum)
-            if n % self.CHECK_EVERY == 0 and time.monotonic() > self.deadline:
-                raise SearchTimeout("search stopped at its deadline")
+            if n % self.CHECK_EVERY == 0 and (time.monotonic() > self.deadline or self.closing.is_set()):
+                raise SearchTimeout("search stopped at its deadline (or the engine is stopping)")
         if time.monotonic() > self.deadline:
             raise SearchTimeout("search stopped at its deadline")
 
@@ -419,6 +421,7 @@ class TopicIndex:
         self._formatter = _BoldFormatter()
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
+        self._closing = threading.Event()  # set by close(): running searches stop
         self._searcher = ix.searcher(weighting=self._weighting)
         self._searcher_users: dict[int, int] = {}  # id(searcher) -> searches using it (outside the lock)
         self._retired: dict[int, Any] = {}  # replaced searchers still in use, closed by their last user
@@ -476,6 +479,7 @@ class TopicIndex:
         return cls(RamStorage().create_index(make_schema()), topic, **kwargs)
 
     def close(self) -> None:
+        self._closing.set()
         with self._write_lock, self._read_lock:
             if self._closed:
                 return
@@ -663,7 +667,7 @@ class TopicIndex:
             q = qlang.bounded(q, searcher.reader())
         except qlang.QueryRefused as exc:
             raise InvalidQuery(str(exc)) from exc
-        collector = _DeadlineCollector(searcher.collector(limit=limit), deadline)
+        collector = _DeadlineCollector(searcher.collector(limit=limit), deadline, self._closing)
         searcher.search_with_collector(q, collector)
         return collector.results()
 
