@@ -278,7 +278,7 @@ def test_failing_engine_is_suspended_and_resumes_when_it_recovers(cluster: Clust
     assert states(cluster.search("sql"))["py"] == ERROR
     calls = py.calls
     assert states(cluster.search("sql"))["py"] == SUSPENDED
-    assert py.calls == calls  # not called while suspended
+    assert py.calls <= calls + 1  # no query waits on it while suspended: at most one background probe
     py.fail = False  # the engine recovers
     time.sleep(0.35)  # past the 0.3 s suspension
     reply = cluster.search("sql")

@@ -61,3 +61,22 @@ def test_policy_validation() -> None:
 def test_back_off_is_monotone_and_capped(threshold: int, base: float, cap: float, n: int) -> None:
     p = BackoffPolicy(threshold=threshold, base_seconds=base, cap_seconds=cap)
     assert 0.0 <= p.suspension(n) <= p.suspension(n + 1) <= cap
+
+
+def test_concurrent_failures_count_once_and_a_suspended_engine_is_probed_every_period() -> None:
+    """Issue 15 item 3: calls in flight together that fail together are one failure, not one each."""
+    clock = FakeClock()
+    s = Suspensions(BackoffPolicy(threshold=2, base_seconds=1.0, cap_seconds=60.0, probe_seconds=0.5), clock)
+    clock.now = 0.3
+    for _ in range(8):  # eight queries started at 0.0, all failing at 0.3
+        s.record_failure("e", started=0.0)
+    assert s.failures("e") == 1 and s.suspended_for("e") == 0.0
+    clock.now = 0.6
+    assert s.record_failure("e", started=0.31) == 1.0  # a later query: the second failure
+    assert [s.record_failure("e", started=0.31) for _ in range(3)] == [1.0] * 3  # its peers: not again
+    assert s.failures("e") == 2
+    assert s.probe_due("e") and not s.probe_due("e")  # one probe per period
+    clock.now = 1.1
+    assert s.probe_due("e")
+    s.record_success("e")  # the probe answered
+    assert s.suspended_for("e") == 0.0 and not s.probe_due("e")

@@ -101,3 +101,26 @@ def test_bad_statistics_and_lease_are_refused() -> None:
         Summary(documents=-1)
     with pytest.raises(ValueError):
         Registry(lease_seconds=0, clock=FakeClock())
+
+
+def test_a_live_name_is_bound_to_its_owner_and_the_registry_is_capped() -> None:
+    """Issue 15 item 1: no hijack, no foreign renewal or deregistration, at most max_engines."""
+    from oasis.directory.registry import EngineOwned, TooManyEngines
+
+    clock = FakeClock()
+    reg = Registry(lease_seconds=5.0, clock=clock, max_engines=2)
+    reg.register(name="a", address="127.0.0.1:5000", summary=SUMMARY, owner="tok")
+    with pytest.raises(EngineOwned, match=r"held by a live engine at 127\.0\.0\.1:5000"):
+        reg.register(name="a", address="127.0.0.1:6666", summary=SUMMARY, owner="evil")
+    with pytest.raises(EngineOwned):
+        reg.heartbeat(name="a", owner="evil")
+    with pytest.raises(EngineOwned):
+        reg.deregister("a", owner="")
+    assert reg.heartbeat(name="a", owner="tok")
+    reg.register(name="a", address="127.0.0.1:5001", summary=SUMMARY, owner="tok")  # the owner may move
+    reg.register(name="b", address="127.0.0.1:5002", summary=SUMMARY, owner="b")
+    with pytest.raises(TooManyEngines):
+        reg.register(name="c", address="127.0.0.1:5003", summary=SUMMARY, owner="c")
+    clock.now += 5.0  # both leases end: the names are free again
+    reg.register(name="a", address="127.0.0.1:6666", summary=SUMMARY, owner="new")
+    assert [r.address for r in reg.live()] == ["127.0.0.1:6666"]

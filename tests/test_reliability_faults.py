@@ -336,7 +336,7 @@ def test_slow_engine_is_suspended_backed_off_and_resumed_when_it_recovers() -> N
         calls = py.calls
         suspended, fast_ms = timed()
         assert suspended["py"] == SUSPENDED and suspended["pg"] == OK
-        assert py.calls == calls  # not called while suspended
+        assert py.calls <= calls + 1  # no query waits on it while suspended: at most one background probe
         assert fast_ms < 150, fast_ms  # no longer waits for the slow engine's deadline
         assert 0.3 < rig.broker.suspensions.suspended_for("py") <= 0.4
         time.sleep(0.45)  # the suspension ends; the probe finds it still slow: suspended twice as long

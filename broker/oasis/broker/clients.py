@@ -32,6 +32,7 @@ class GrpcDirectoryClient(GrpcClient):
         return RouteResult(
             engines=tuple(RoutedEngine(name=e.name, address=e.address, score=e.score) for e in reply.engines),
             skipped=tuple(reply.skipped),
+            omitted=tuple(reply.omitted),
         )
 
 

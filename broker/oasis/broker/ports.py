@@ -57,6 +57,7 @@ class RoutedEngine:
 class RouteResult:
     engines: tuple[RoutedEngine, ...]
     skipped: tuple[str, ...]
+    omitted: tuple[str, ...] = ()  # may hold matches but ranked beyond max_engines: not asked
 
 
 class DirectoryClient(Protocol):

@@ -231,6 +231,16 @@ class Broker:
         self._routes.put(key, route)
         return route, "directory"
 
+    def _probe(self, engine: RoutedEngine, query: str, k: int) -> None:
+        """Search a suspended engine in the background (nobody waits): an answer ends its suspension."""
+
+        def done(future: Future[EngineReply]) -> None:
+            if future.exception() is None:
+                self.suspensions.record_success(engine.name)
+
+        timeout = self.config.backoff.probe_seconds * 2
+        self._engines.start_search(engine.address, query, k, timeout).add_done_callback(done)
+
     def _stamp(self, finished: dict[str, float], name: str) -> Callable[[Future[EngineReply]], None]:
         def stamp(_future: Future[EngineReply]) -> None:
             finished[name] = self._clock()
@@ -251,6 +261,8 @@ class Broker:
         for engine in route.engines:
             left = self.suspensions.suspended_for(engine.name)
             if left > 0:
+                if self.suspensions.probe_due(engine.name):
+                    self._probe(engine, query, k)
                 statuses[engine.name] = EngineStatus(
                     name=engine.name,
                     state="suspended",
@@ -262,10 +274,11 @@ class Broker:
             calls[engine.name] = (engine, future)
         wait([f for _, f in calls.values()], timeout=max(0.0, deadline - self._clock()))
         results: list[EngineResult] = []
+        refused: list[str] = []
         for name, (engine, future) in calls.items():
             latency_ms = (finished.get(name, self._clock()) - start) * 1000.0
             if not future.done():
-                self.suspensions.record_failure(name)
+                self.suspensions.record_failure(name, started=start)
                 statuses[name] = EngineStatus(
                     name=name,
                     state="timeout",
@@ -276,7 +289,10 @@ class Broker:
             try:
                 reply = future.result()
             except EngineCallError as exc:
-                self.suspensions.record_failure(name)
+                if exc.code == "INVALID_ARGUMENT":  # the query's fault, not the engine's: never counted
+                    refused.append(str(exc))
+                else:
+                    self.suspensions.record_failure(name, started=start)
                 state: State = "timeout" if exc.timeout else "error"
                 statuses[name] = EngineStatus(
                     name=name, state=state, message=_join(str(exc), note), latency_ms=latency_ms
@@ -295,11 +311,19 @@ class Broker:
             statuses.setdefault(
                 name, EngineStatus(name=name, state="skipped", message="shares no query term")
             )
+        for name in route.omitted:
+            statuses.setdefault(
+                name,
+                EngineStatus(name=name, state="skipped", message="may hold matches; not asked (max_engines)"),
+            )
+        if refused and len(refused) == len(calls):
+            raise InvalidRequest(f"the engines refused the query: {refused[0]}")
         hits = merge(results, k, self.config.normalisation)
         ordered = [statuses[e.name] for e in route.engines] + [
-            statuses[n] for n in route.skipped if n in statuses
+            statuses[n] for n in (*route.skipped, *route.omitted) if n in statuses
         ]
-        partial = any(s.state not in ("ok", "skipped") for s in ordered)
+        # partial whenever an engine that might hold results was not asked or did not answer
+        partial = bool(route.omitted) or any(s.state not in ("ok", "skipped") for s in ordered)
         return SearchOutcome(
             hits=tuple(hits),
             engines=tuple(dict.fromkeys(ordered)),

@@ -25,6 +25,9 @@ COMMANDS: dict[str, Command] = {
     "index": Command(_CLUSTER, "bulk-load local HTML files or folders into one engine"),
     "demo": Command(_CLUSTER, "the main job: cluster + robots crawl the built-in web + queries"),
     "export": Command("oasis.cluster.export", "write every document of one engine to a JSONL or WARC file"),
+    "engine": Command(
+        "oasis.engine.cli", "check or repair an engine's index directory (the engine must be stopped)"
+    ),
     "crawl": Command("oasis.robot.cli", "crawl from seed URLs into a topic engine (progress bar, summary)"),
     "replay": Command(
         "oasis.replay.cli",

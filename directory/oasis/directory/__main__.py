@@ -35,10 +35,13 @@ class DirectoryConfig:
     port: int = 0
     address_file: Path | None = None
     lease_seconds: float = 5.0
+    max_engines: int = 128
 
     def __post_init__(self) -> None:
         if not self.lease_seconds > 0:
             raise ValueError(f"lease_seconds must be > 0, got {self.lease_seconds}")
+        if self.max_engines < 1:
+            raise ValueError(f"max_engines must be >= 1, got {self.max_engines}")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -48,6 +51,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--address-file", type=Path, default=None)
     p.add_argument("--lease-seconds", type=float, default=5.0)
+    p.add_argument("--max-engines", type=int, default=128, help="limit of live registered engines")
     p.add_argument("--log-level", default="INFO")
     add_service_arguments(p)
     return p.parse_args(argv)
@@ -62,7 +66,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(args.log_level, args.log_format, service="directory")
     config = DirectoryConfig(
-        host=args.host, port=args.port, address_file=args.address_file, lease_seconds=args.lease_seconds
+        host=args.host,
+        port=args.port,
+        address_file=args.address_file,
+        lease_seconds=args.lease_seconds,
+        max_engines=args.max_engines,
+    )
+    registry = Registry(
+        lease_seconds=config.lease_seconds, clock=time.monotonic, max_engines=config.max_engines
     )
     try:
         server_config = ServerConfig(
@@ -75,7 +86,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    registry = Registry(lease_seconds=config.lease_seconds, clock=time.monotonic)
     register_collector(registry_families(registry))
     running = build_server(server_config, lambda server: add_directory(server, registry))
     run_until_signal(running)

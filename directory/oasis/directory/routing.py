@@ -35,6 +35,7 @@ class Routed:
 class Route:
     engines: tuple[Routed, ...]
     skipped: tuple[str, ...]  # live engines that share no query term
+    omitted: tuple[str, ...] = ()  # engines that may hold matches but were ranked beyond k
 
 
 def cori_t(df: int, cw: int, avg_cw: float) -> float:
@@ -61,22 +62,21 @@ def route(query: str, engines: Sequence[EngineRecord], k: int = 0) -> Route:
     """Rank ``engines`` for ``query`` by CORI belief; engines sharing no query term are skipped.
 
     ``k`` > 0 keeps the best k. When no engine shares a term, every engine is routed (largest first).
-    A term counts as shared when it is in an engine's term statistics or in its
-    analysed topic keywords (a keyword without statistics contributes the default belief only).
+    A term counts as shared when it is in an engine's term statistics, in its analysed topic keywords, or
+    in its vocabulary filter (a term without statistics contributes the default belief only): a summary
+    cut to its top terms never turns "holds the term" into "shares no term" (issue 15, item 7). Engines
+    ranked beyond ``k`` are returned as ``omitted``: they were not asked and the answer is partial.
     """
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
     terms = analyse(query)
-    vocab = {
-        e.name: set(e.summary.terms) | {t for kw in e.summary.keywords for t in analyse(kw)} for e in engines
-    }
     n = len(engines)
     avg_cw = sum(e.summary.total_terms for e in engines) / n if n else 0.0
     cf = {t: sum(1 for e in engines if t in e.summary.terms) for t in terms}
     ranked: list[Routed] = []
     skipped: list[str] = []
     for e in engines:
-        if not terms or not any(t in vocab[e.name] for t in terms):
+        if not terms or not any(e.summary.may_hold(t) for t in terms):
             skipped.append(e.name)
             continue
         beliefs = []
@@ -93,8 +93,10 @@ def route(query: str, engines: Sequence[EngineRecord], k: int = 0) -> Route:
         # is weak evidence: rather than answer from no engine at all, rank every engine by its size.
         by_size = sorted(engines, key=lambda e: (-e.summary.documents, e.name))
         ranked = [Routed(name=e.name, address=e.address, score=DEFAULT_BELIEF) for e in by_size]
-        return Route(engines=tuple(ranked[:k] if k else ranked), skipped=())
+        omitted = tuple(sorted(r.name for r in ranked[k:])) if k else ()
+        return Route(engines=tuple(ranked[:k] if k else ranked), skipped=(), omitted=omitted)
     ranked.sort(key=lambda r: (-r.score, r.name))
+    omitted = tuple(sorted(r.name for r in ranked[k:])) if k else ()
     if k:
         ranked = ranked[:k]
-    return Route(engines=tuple(ranked), skipped=tuple(sorted(skipped)))
+    return Route(engines=tuple(ranked), skipped=tuple(sorted(skipped)), omitted=omitted)

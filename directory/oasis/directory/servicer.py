@@ -7,16 +7,41 @@ import logging
 import grpc
 
 from oasis.directory.analysis import InvalidQuery, check_query
-from oasis.directory.registry import EngineRecord, InvalidEngine, Registry, Summary, TermStats
+from oasis.directory.registry import (
+    EngineOwned,
+    EngineRecord,
+    InvalidEngine,
+    Registry,
+    Summary,
+    TermStats,
+    TooManyEngines,
+)
 from oasis.directory.routing import route
+from oasis.runtime.bloom import MAX_HASHES, BloomFilter
 from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
 
 logger = logging.getLogger(__name__)
 
 MAX_ROUTE_K = 10_000
+# caps on what one registration may cost every Route (issue 15, item 1)
+MAX_SUMMARY_TERMS = 100_000
+MAX_KEYWORDS = 200
+MAX_FILTER_BYTES = 2 * 1024 * 1024
+MAX_OWNER_CHARS = 200
 
 
 def summary_from_proto(msg: common_pb2.TopicSummary) -> Summary:
+    if len(msg.terms) > MAX_SUMMARY_TERMS:
+        raise InvalidEngine(f"summary has {len(msg.terms)} terms, limit {MAX_SUMMARY_TERMS}")
+    if len(msg.keywords) > MAX_KEYWORDS:
+        raise InvalidEngine(f"summary has {len(msg.keywords)} keywords, limit {MAX_KEYWORDS}")
+    term_filter = None
+    if msg.term_filter:
+        if len(msg.term_filter) > MAX_FILTER_BYTES:
+            raise InvalidEngine(f"term filter of {len(msg.term_filter)} bytes, limit {MAX_FILTER_BYTES}")
+        if not 1 <= msg.term_filter_hashes <= MAX_HASHES:
+            raise InvalidEngine(f"term_filter_hashes must be in [1, {MAX_HASHES}]")
+        term_filter = BloomFilter(msg.term_filter, msg.term_filter_hashes)
     terms: dict[str, TermStats] = {}
     for t in msg.terms:
         if not t.term:
@@ -28,6 +53,8 @@ def summary_from_proto(msg: common_pb2.TopicSummary) -> Summary:
         total_terms=msg.total_terms,
         terms=terms,
         keywords=tuple(msg.keywords),
+        term_filter=term_filter,
+        vocabulary=msg.vocabulary,
     )
 
 
@@ -38,6 +65,9 @@ def summary_to_proto(s: Summary) -> common_pb2.TopicSummary:
         total_terms=s.total_terms,
         terms=[common_pb2.TermStat(term=t, df=v.df, cf=v.cf) for t, v in s.terms.items()],
         keywords=list(s.keywords),
+        term_filter=s.term_filter.bits if s.term_filter else b"",
+        term_filter_hashes=s.term_filter.hashes if s.term_filter else 0,
+        vocabulary=s.vocabulary,
     )
 
 
@@ -53,13 +83,20 @@ class DirectoryServicer(directory_pb2_grpc.DirectoryServicer):
         self, request: directory_pb2.RegisterRequest, context: grpc.ServicerContext
     ) -> directory_pb2.RegisterReply:
         try:
+            if len(request.owner) > MAX_OWNER_CHARS:
+                raise InvalidEngine(f"owner token longer than {MAX_OWNER_CHARS} characters")
             lease = self._registry.register(
                 name=request.engine.name,
                 address=request.engine.address,
                 summary=summary_from_proto(request.engine.summary),
+                owner=request.owner,
             )
         except InvalidEngine as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except EngineOwned as exc:
+            context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
+        except TooManyEngines as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         return directory_pb2.RegisterReply(lease_seconds=lease)
 
     def Heartbeat(
@@ -69,13 +106,20 @@ class DirectoryServicer(directory_pb2_grpc.DirectoryServicer):
             summary = summary_from_proto(request.summary) if request.HasField("summary") else None
         except InvalidEngine as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        known = self._registry.heartbeat(name=request.name, summary=summary)
+        try:
+            known = self._registry.heartbeat(name=request.name, summary=summary, owner=request.owner)
+        except EngineOwned as exc:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
         return directory_pb2.HeartbeatReply(known=known, lease_seconds=self._registry.lease_seconds)
 
     def Deregister(
         self, request: directory_pb2.DeregisterRequest, context: grpc.ServicerContext
     ) -> directory_pb2.DeregisterReply:
-        return directory_pb2.DeregisterReply(removed=self._registry.deregister(request.name))
+        try:
+            removed = self._registry.deregister(request.name, owner=request.owner)
+        except EngineOwned as exc:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
+        return directory_pb2.DeregisterReply(removed=removed)
 
     def Route(
         self, request: directory_pb2.RouteRequest, context: grpc.ServicerContext
@@ -93,6 +137,7 @@ class DirectoryServicer(directory_pb2_grpc.DirectoryServicer):
                 for e in result.engines
             ],
             skipped=list(result.skipped),
+            omitted=list(result.omitted),
         )
 
     def ListEngines(

@@ -11,6 +11,7 @@ from pathlib import Path
 from oasis.engine.config import EngineConfig, parse_allowed_hosts
 from oasis.engine.index import IndexBusy, TopicIndex
 from oasis.engine.metrics import index_families
+from oasis.engine.integrity import IndexDamaged
 from oasis.engine.relevance import RelevanceModel
 from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_to_proto
 from oasis.engine.topic import InvalidTopic, Topic
@@ -51,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="terms in the summary for the directory (routing skips engines lacking all query terms)",
     )
     p.add_argument("--allowed-hosts", default="", help="comma-separated hosts; refuse to index any other")
+    p.add_argument(
+        "--recover",
+        action="store_true",
+        help="if the index is damaged, salvage every readable document first (as `oasis engine repair`)",
+    )
     p.add_argument("--log-level", default="INFO")
     add_service_arguments(p)
     return p
@@ -83,8 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        index = TopicIndex.open(config.index_dir, config.topic, limitmb=config.limitmb, limits=config.limits)
-    except (IndexBusy, ValueError) as exc:
+        index = TopicIndex.open(
+            config.index_dir, config.topic, limitmb=config.limitmb, limits=config.limits, recover=args.recover
+        )
+    except (IndexBusy, IndexDamaged, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     registration = None
@@ -93,10 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         register_collector(index_families(index, config.name))
         running = build_server(server_config, lambda server: add_engine_servicer(server, servicer))
         if config.directory is not None:
-            from oasis.engine.directory_client import DirectoryClient, Registration
+            from oasis.engine.directory_client import DirectoryClient, Registration, owner_token
 
+            owner = owner_token(config.index_dir)
             registration = Registration(
-                DirectoryClient(config.directory, timeout=config.rpc_timeout_seconds),
+                DirectoryClient(config.directory, timeout=config.rpc_timeout_seconds, owner=owner),
                 name=config.name,
                 address=running.address,
                 summary_fn=lambda: (index.generation, summary_to_proto(index.summary(config.summary_terms))),

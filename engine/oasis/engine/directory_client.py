@@ -1,21 +1,43 @@
 """Keeps this engine registered with the directory: Register, then Heartbeat every lease/3 with the summary;
-Register again when the directory forgets us (known=false) or was unreachable; Deregister on stop."""
+Register again when the directory forgets us (known=false) or was unreachable; Deregister on stop.
+
+Every call carries the engine's owner token (:func:`owner_token`, kept in its index directory so that a
+restarted engine is the same owner): the directory binds the name to it (issue 15, item 1)."""
 
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from oasis.runtime.errors import ServiceError
+from oasis.runtime.files import write_bytes_atomic
 from oasis.runtime.rpc import GrpcClient
 from oasis.v1 import common_pb2, directory_pb2, directory_pb2_grpc
 
 logger = logging.getLogger(__name__)
 
 
+OWNER_FILE = "oasis-engine.owner"
+
+
 class DirectoryUnavailable(ServiceError):
     """The directory could not be reached or refused a call."""
+
+
+def owner_token(directory: Path) -> str:
+    """This engine's owner token: read from ``directory/oasis-engine.owner``, created there on first use."""
+    path = Path(directory) / OWNER_FILE
+    try:
+        token = path.read_text().strip()
+    except FileNotFoundError:
+        token = ""
+    if not token:
+        token = secrets.token_urlsafe(24)
+        write_bytes_atomic(path, token.encode())
+    return token
 
 
 class DirectoryClient(GrpcClient):
@@ -24,24 +46,26 @@ class DirectoryClient(GrpcClient):
 
     kind = "directory"
 
-    def __init__(self, address: str, *, timeout: float = 2.0) -> None:
+    def __init__(self, address: str, *, timeout: float = 2.0, owner: str = "") -> None:
         super().__init__(address, timeout=timeout, error=DirectoryUnavailable)
         self._stub = directory_pb2_grpc.DirectoryStub(self._channel)
+        self._owner = owner
 
     def register(self, name: str, address: str, summary: common_pb2.TopicSummary) -> float:
         info = directory_pb2.EngineInfo(name=name, address=address, summary=summary)
-        reply = self._call("Register", self._stub.Register, directory_pb2.RegisterRequest(engine=info))
+        request = directory_pb2.RegisterRequest(engine=info, owner=self._owner)
+        reply = self._call("Register", self._stub.Register, request)
         return float(reply.lease_seconds)
 
     def heartbeat(self, name: str, summary: common_pb2.TopicSummary | None) -> tuple[bool, float]:
-        request = directory_pb2.HeartbeatRequest(name=name)
+        request = directory_pb2.HeartbeatRequest(name=name, owner=self._owner)
         if summary is not None:
             request.summary.CopyFrom(summary)
         reply = self._call("Heartbeat", self._stub.Heartbeat, request)
         return bool(reply.known), float(reply.lease_seconds)
 
     def deregister(self, name: str) -> bool:
-        request = directory_pb2.DeregisterRequest(name=name)
+        request = directory_pb2.DeregisterRequest(name=name, owner=self._owner)
         return bool(self._call("Deregister", self._stub.Deregister, request).removed)
 
 
@@ -81,7 +105,9 @@ class Registration:
             try:
                 self._tick()
             except DirectoryUnavailable as exc:
-                if self._registered:
+                if exc.code == "ALREADY_EXISTS":
+                    logger.warning("directory refused the registration: %s", exc)
+                elif self._registered:
                     logger.warning("lost the directory: %s", exc)
                 self._registered = False
             except Exception:

@@ -10,7 +10,12 @@ Recovery (``TopicIndex.open`` on a directory a killed engine left behind): the e
 second live engine on the same directory is refused with the owner's pid. Whoosh's ``MAIN_WRITELOCK`` is
 an ``flock`` too; its file may be left behind but is not a held lock, and ``open`` verifies that it can be
 taken. Writer scratch directories of dead writers are removed. Segments a killed writer wrote but never
-listed in a committed table of contents are invisible and are deleted by Whoosh at the next commit.
+listed in a committed table of contents are moved into ``oasis-unlisted/`` (never deleted: issue 15).
+
+Integrity (:mod:`oasis.engine.integrity`): ``open`` refuses a directory whose table of contents is missing
+or whose segments are truncated or altered (:class:`~oasis.engine.integrity.IndexDamaged`, naming the
+files) unless ``recover=True``, which salvages every readable document first; each commit records its
+segments' digests; a commit that fails removes the files it wrote.
 """
 
 from __future__ import annotations
@@ -25,19 +30,22 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from whoosh import highlight, qparser, scoring
+from whoosh import collectors, highlight, scoring
 from whoosh import query as wquery
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
 
+from oasis.engine import integrity
+from oasis.engine import query as qlang
 from oasis.engine.relevance import RelevanceModel, idf, idf_table
 from oasis.engine.topic import Topic
+from oasis.runtime.bloom import BloomFilter
 from oasis.runtime.text import make_analyzer
 from oasis.runtime.urls import InvalidURL, canonicalize
 
@@ -54,6 +62,10 @@ class InvalidQuery(ValueError):
     """A search query that is empty, too long, or has no searchable terms."""
 
 
+class SearchTimeout(TimeoutError):
+    """A search ran past its deadline and was stopped (the caller has stopped waiting)."""
+
+
 class IndexBusy(RuntimeError):
     """Another live process owns the index directory."""
 
@@ -65,11 +77,14 @@ class IndexLimits:
     max_query_chars: int = 4_096
     max_limit: int = 1_000
     max_offset: int = 10_000
+    max_search_seconds: float = 10.0  # a search without a (shorter) deadline stops after this long
 
     def __post_init__(self) -> None:
         for name in ("max_text_chars", "max_title_chars", "max_query_chars", "max_limit", "max_offset"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if not self.max_search_seconds > 0:
+            raise ValueError("max_search_seconds must be > 0")
 
 
 # --- operations ---------------------------------------------------------------------------------------
@@ -208,6 +223,8 @@ class Summary:
     total_terms: int
     terms: tuple[TermStat, ...]
     keywords: tuple[str, ...]
+    term_filter: BloomFilter | None = None  # every term of the collection (terms lists the top ones)
+    vocabulary: int = 0  # distinct terms in the collection
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -350,6 +367,27 @@ def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
     return df, cf
 
 
+class _DeadlineCollector(collectors.WrappingCollector):
+    """Stops collecting with :class:`SearchTimeout` once ``deadline`` (time.monotonic) has passed, or the
+    index is closing (a draining engine never waits for a search to end)."""
+
+    CHECK_EVERY = 256  # documents between clock reads
+
+    def __init__(self, child: Any, deadline: float, closing: threading.Event) -> None:
+        super().__init__(child)
+        self.deadline = deadline
+        self.closing = closing
+
+    def collect_matches(self) -> None:
+        child = self.child
+        for n, docnum in enumerate(child.matches(), start=1):
+            child.collect(docnum)
+            if n % self.CHECK_EVERY == 0 and (time.monotonic() > self.deadline or self.closing.is_set()):
+                raise SearchTimeout("search stopped at its deadline (or the engine is stopping)")
+        if time.monotonic() > self.deadline:
+            raise SearchTimeout("search stopped at its deadline")
+
+
 # --- the index -----------------------------------------------------------------------------------------
 
 
@@ -378,15 +416,19 @@ class TopicIndex:
         self._clock = clock
         self._stats_max_age = stats_max_age
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
-        self._parser = qparser.MultifieldParser(["title", "text"], ix.schema, group=qparser.OrGroup)
+        self._parser = qlang.make_parser(ix.schema, ["title", "text"])
         self._fragmenter = highlight.ContextFragmenter(maxchars=snippet_chars, surround=60)
         self._formatter = _BoldFormatter()
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
+        self._closing = threading.Event()  # set by close(): running searches stop
         self._searcher = ix.searcher(weighting=self._weighting)
+        self._searcher_users: dict[int, int] = {}  # id(searcher) -> searches using it (outside the lock)
+        self._retired: dict[int, Any] = {}  # replaced searchers still in use, closed by their last user
         self._generation = 0
         self._last_commit = self._toc_time()
         self._stats: _CollectionStats | None = None
+        self._filter: tuple[_CollectionStats, BloomFilter] | None = None
         self._segment_stats: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
         self._stats_time = -math.inf
         self._closed = False
@@ -397,14 +439,26 @@ class TopicIndex:
     # construction
 
     @classmethod
-    def open(cls, directory: Path, topic: Topic, *, lock_timeout: float = 5.0, **kwargs: Any) -> TopicIndex:
-        """Open (or create) the index in ``directory``, recovering from a killed engine."""
+    def open(
+        cls, directory: Path, topic: Topic, *, lock_timeout: float = 5.0, recover: bool = False, **kwargs: Any
+    ) -> TopicIndex:
+        """Open (or create) the index in ``directory``, recovering from a killed engine.
+
+        Raises :class:`~oasis.engine.integrity.IndexDamaged` on a damaged index unless ``recover``, which
+        repairs it (salvaging what is readable) before opening."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         owner = _OwnerLock(directory)
         try:
             storage = DurableFileStorage(str(directory))
             _recover_directory(directory, storage, lock_timeout)
+            report = integrity.verify(directory)
+            if not report.ok:
+                if not recover:
+                    raise integrity.IndexDamaged(directory, report.problems)
+                integrity.repair(directory, make_schema())
+                report = integrity.verify(directory)
+            integrity.set_aside_unlisted(directory, report.unlisted)
             if storage.index_exists():
                 ix = storage.open_index()
                 missing = {"url", "title", "text"} - set(ix.schema.names())
@@ -412,6 +466,7 @@ class TopicIndex:
                     raise ValueError(f"{directory} holds a Whoosh index without fields {sorted(missing)}")
             else:
                 ix = storage.create_index(make_schema())
+            integrity.record(directory)
             index = cls(ix, topic, folder=directory, owner=owner, **kwargs)
         except BaseException:
             owner.release()
@@ -424,11 +479,12 @@ class TopicIndex:
         return cls(RamStorage().create_index(make_schema()), topic, **kwargs)
 
     def close(self) -> None:
+        self._closing.set()
         with self._write_lock, self._read_lock:
             if self._closed:
                 return
             self._closed = True
-            self._searcher.close()
+            self._retire(self._searcher)
             self._ix.close()
             if self._owner is not None:
                 self._owner.release()
@@ -472,6 +528,7 @@ class TopicIndex:
             return CommitResult(acked_through=acked, rejected=rejected)
         with self._write_lock:
             self._check_open()
+            before = set(os.listdir(self._folder)) if self._folder is not None else set()
             writer = self._ix.writer(limitmb=self._limitmb, procs=1)
             try:
                 with writer.searcher() as s:
@@ -486,9 +543,13 @@ class TopicIndex:
                 for doc in docs:
                     writer.add_document(**doc)
                 writer.commit()
+                if self._folder is not None:
+                    integrity.record(self._folder)
             except BaseException:
                 with contextlib.suppress(Exception):
                     writer.cancel()
+                if self._folder is not None:
+                    integrity.remove_uncommitted(self._folder, before)
                 raise
             finally:
                 self._remove_scratch()
@@ -506,7 +567,7 @@ class TopicIndex:
         with self._read_lock:
             old = self._searcher
             self._searcher = self._ix.searcher(weighting=self._weighting)
-            old.close()
+            self._retire(old)
             self._generation += 1
             self._last_commit = self._clock()
             documents = self._searcher.doc_count()
@@ -520,16 +581,23 @@ class TopicIndex:
 
     # reading
 
-    def search(self, query: str, *, limit: int = 10, offset: int = 0) -> SearchPage:
-        """Ranked hits (BM25F, title boosted) ``offset .. offset+limit`` and the total number of matches."""
+    def search(
+        self, query: str, *, limit: int = 10, offset: int = 0, timeout: float | None = None
+    ) -> SearchPage:
+        """Ranked hits (BM25F, title boosted) ``offset .. offset+limit`` and the total number of matches.
+
+        The search runs on a searcher leased outside every lock (a commit or ``stats`` never waits for it)
+        and stops with :class:`SearchTimeout` after ``timeout`` seconds (at most
+        ``limits.max_search_seconds``).
+        """
         q = self.parse_query(query)
         if not 1 <= limit <= self.limits.max_limit:
             raise InvalidQuery(f"limit must be in [1, {self.limits.max_limit}], got {limit}")
         if not 0 <= offset <= self.limits.max_offset:
             raise InvalidQuery(f"offset must be in [0, {self.limits.max_offset}], got {offset}")
-        with self._read_lock:
-            self._check_open()
-            results = self._searcher.search(q, limit=offset + limit)
+        seconds = min(timeout if timeout is not None else math.inf, self.limits.max_search_seconds)
+        with self._leased() as searcher:
+            results = self._search_until(searcher, q, offset + limit, time.monotonic() + seconds)
             results.fragmenter = self._fragmenter
             results.formatter = self._formatter
             total = len(results)
@@ -564,7 +632,44 @@ class TopicIndex:
             raise InvalidQuery(
                 f"query {query[:100]!r} has no searchable terms (only stop words or operators)"
             )
+        try:
+            qlang.check(q)
+        except qlang.QueryRefused as exc:
+            raise InvalidQuery(str(exc)) from exc
         return q
+
+    @contextlib.contextmanager
+    def _leased(self) -> Iterator[Any]:
+        """The current searcher, kept open until released even if a commit replaces it meanwhile."""
+        with self._read_lock:
+            self._check_open()
+            searcher = self._searcher
+            self._searcher_users[id(searcher)] = self._searcher_users.get(id(searcher), 0) + 1
+        try:
+            yield searcher
+        finally:
+            with self._read_lock:
+                left = self._searcher_users.pop(id(searcher)) - 1
+                if left:
+                    self._searcher_users[id(searcher)] = left
+                elif self._retired.pop(id(searcher), None) is not None:
+                    searcher.close()
+
+    def _retire(self, searcher: Any) -> None:
+        """Close a replaced searcher now, or when its last search ends (call with the read lock)."""
+        if self._searcher_users.get(id(searcher)):
+            self._retired[id(searcher)] = searcher
+        else:
+            searcher.close()
+
+    def _search_until(self, searcher: Any, q: wquery.Query, limit: int, deadline: float) -> Any:
+        try:
+            q = qlang.bounded(q, searcher.reader())
+        except qlang.QueryRefused as exc:
+            raise InvalidQuery(str(exc)) from exc
+        collector = _DeadlineCollector(searcher.collector(limit=limit), deadline, self._closing)
+        searcher.search_with_collector(q, collector)
+        return collector.results()
 
     def contains(self, url: str) -> bool:
         with self._read_lock:
@@ -638,7 +743,19 @@ class TopicIndex:
             total_terms=stats.total_terms,
             terms=tuple(TermStat(term=t, df=stats.df[t], cf=stats.cf[t]) for t in chosen),
             keywords=self.topic.keywords,
+            term_filter=self._term_filter(stats),
+            vocabulary=len(stats.df),
         )
+
+    def _term_filter(self, stats: _CollectionStats) -> BloomFilter:
+        """A Bloom filter of every term, so routing never mistakes a term cut from the summary for an
+        absent one (issue 15, item 7); built once per collection statistics."""
+        cached = self._filter
+        if cached is not None and cached[0] is stats:
+            return cached[1]
+        built = BloomFilter.build(stats.df, len(stats.df))
+        self._filter = (stats, built)
+        return built
 
     # internals
 

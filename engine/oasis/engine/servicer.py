@@ -15,6 +15,7 @@ from oasis.engine.index import (
     InvalidQuery,
     Op,
     Rejected,
+    SearchTimeout,
     Summary,
     TopicIndex,
     make_delete,
@@ -53,6 +54,9 @@ def summary_to_proto(summary: Summary) -> common_pb2.TopicSummary:
         total_terms=summary.total_terms,
         terms=[common_pb2.TermStat(term=t.term, df=t.df, cf=t.cf) for t in summary.terms],
         keywords=list(summary.keywords),
+        term_filter=summary.term_filter.bits if summary.term_filter else b"",
+        term_filter_hashes=summary.term_filter.hashes if summary.term_filter else 0,
+        vocabulary=summary.vocabulary,
     )
 
 
@@ -150,10 +154,15 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
         self._check_topic(context)
         try:
             page = self._index.search(
-                request.query, limit=request.limit or DEFAULT_LIMIT, offset=request.offset
+                request.query,
+                limit=request.limit or DEFAULT_LIMIT,
+                offset=request.offset,
+                timeout=context.time_remaining(),
             )
         except InvalidQuery as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except SearchTimeout as exc:
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, str(exc))
         return engine_pb2.SearchReply(
             hits=[hit_to_proto(h) for h in page.hits],
             total=page.total,

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15oasis/v1/common.proto\x12\x08oasis.v1\"0\n\x08TermStat\x12\x0c\n\x04term\x18\x01 \x01(\t\x12\n\n\x02\x64\x66\x18\x02 \x01(\x03\x12\n\n\x02\x63\x66\x18\x03 \x01(\x03\"z\n\x0cTopicSummary\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tdocuments\x18\x02 \x01(\x03\x12\x13\n\x0btotal_terms\x18\x03 \x01(\x03\x12!\n\x05terms\x18\x04 \x03(\x0b\x32\x12.oasis.v1.TermStat\x12\x10\n\x08keywords\x18\x05 \x03(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15oasis/v1/common.proto\x12\x08oasis.v1\"0\n\x08TermStat\x12\x0c\n\x04term\x18\x01 \x01(\t\x12\n\n\x02\x64\x66\x18\x02 \x01(\x03\x12\n\n\x02\x63\x66\x18\x03 \x01(\x03\"\xbf\x01\n\x0cTopicSummary\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x11\n\tdocuments\x18\x02 \x01(\x03\x12\x13\n\x0btotal_terms\x18\x03 \x01(\x03\x12!\n\x05terms\x18\x04 \x03(\x0b\x32\x12.oasis.v1.TermStat\x12\x10\n\x08keywords\x18\x05 \x03(\t\x12\x13\n\x0bterm_filter\x18\x06 \x01(\x0c\x12\x1a\n\x12term_filter_hashes\x18\x07 \x01(\x05\x12\x12\n\nvocabulary\x18\x08 \x01(\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,6 +33,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_TERMSTAT']._serialized_start=35
   _globals['_TERMSTAT']._serialized_end=83
-  _globals['_TOPICSUMMARY']._serialized_start=85
-  _globals['_TOPICSUMMARY']._serialized_end=207
+  _globals['_TOPICSUMMARY']._serialized_start=86
+  _globals['_TOPICSUMMARY']._serialized_end=277
 # @@protoc_insertion_point(module_scope)

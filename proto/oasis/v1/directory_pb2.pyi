@@ -18,10 +18,12 @@ class EngineInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., summary: _Optional[_Union[_common_pb2.TopicSummary, _Mapping]] = ...) -> None: ...
 
 class RegisterRequest(_message.Message):
-    __slots__ = ("engine",)
+    __slots__ = ("engine", "owner")
     ENGINE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     engine: EngineInfo
-    def __init__(self, engine: _Optional[_Union[EngineInfo, _Mapping]] = ...) -> None: ...
+    owner: str
+    def __init__(self, engine: _Optional[_Union[EngineInfo, _Mapping]] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class RegisterReply(_message.Message):
     __slots__ = ("lease_seconds",)
@@ -30,12 +32,14 @@ class RegisterReply(_message.Message):
     def __init__(self, lease_seconds: _Optional[float] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
-    __slots__ = ("name", "summary")
+    __slots__ = ("name", "summary", "owner")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     name: str
     summary: _common_pb2.TopicSummary
-    def __init__(self, name: _Optional[str] = ..., summary: _Optional[_Union[_common_pb2.TopicSummary, _Mapping]] = ...) -> None: ...
+    owner: str
+    def __init__(self, name: _Optional[str] = ..., summary: _Optional[_Union[_common_pb2.TopicSummary, _Mapping]] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class HeartbeatReply(_message.Message):
     __slots__ = ("known", "lease_seconds")
@@ -46,10 +50,12 @@ class HeartbeatReply(_message.Message):
     def __init__(self, known: _Optional[bool] = ..., lease_seconds: _Optional[float] = ...) -> None: ...
 
 class DeregisterRequest(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "owner")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    owner: str
+    def __init__(self, name: _Optional[str] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class DeregisterReply(_message.Message):
     __slots__ = ("removed",)
@@ -76,12 +82,14 @@ class RoutedEngine(_message.Message):
     def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
 
 class RouteReply(_message.Message):
-    __slots__ = ("engines", "skipped")
+    __slots__ = ("engines", "skipped", "omitted")
     ENGINES_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    OMITTED_FIELD_NUMBER: _ClassVar[int]
     engines: _containers.RepeatedCompositeFieldContainer[RoutedEngine]
     skipped: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, engines: _Optional[_Iterable[_Union[RoutedEngine, _Mapping]]] = ..., skipped: _Optional[_Iterable[str]] = ...) -> None: ...
+    omitted: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, engines: _Optional[_Iterable[_Union[RoutedEngine, _Mapping]]] = ..., skipped: _Optional[_Iterable[str]] = ..., omitted: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListEnginesRequest(_message.Message):
     __slots__ = ()

@@ -38,19 +38,21 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` durably (:func:`atomic_writer`); a failure raises
-    :class:`FileWriteError` naming ``path`` and leaves the old file (if any) as it was."""
-    with atomic_writer(path) as fh:
+    :class:`FileWriteError` naming ``path`` and leaves the old file (if any) as it was.
+    ``durable=False`` skips both fsyncs (still atomic: a reader sees the old file or the new one)."""
+    with atomic_writer(path, durable=durable) as fh:
         fh.write(data)
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def atomic_writer(path: str | os.PathLike[str], *, durable: bool = True) -> Iterator[BinaryIO]:
     """A binary file that replaces ``path`` durably when the ``with`` block ends without an exception: a temp
     file in the same directory, write, flush, fsync, ``os.replace``, fsync the directory. If the block or
     any step fails the temp file is removed and the old file (if any) is left as it was; an ``OSError``
-    becomes :class:`FileWriteError` naming ``path``. For contents too large to hold in memory (exports)."""
+    becomes :class:`FileWriteError` naming ``path``. For contents too large to hold in memory (exports).
+    ``durable=False`` skips both fsyncs (still atomic)."""
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +65,8 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -71,7 +74,8 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         if isinstance(exc, OSError) and not isinstance(exc, FileWriteError):
             raise FileWriteError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
-    _fsync_directory(target.parent)
+    if durable:
+        _fsync_directory(target.parent)
 
 
 def write_json_atomic(
@@ -80,12 +84,13 @@ def write_json_atomic(
     *,
     indent: int | None = None,
     compact: bool = False,
+    durable: bool = True,
 ) -> None:
     """Write ``data`` as JSON with :func:`write_bytes_atomic`. Serialisation happens before any file is
     touched, so an unserialisable object leaves nothing behind (``TypeError``/``ValueError``)."""
     separators = (",", ":") if compact else None
     text = json.dumps(data, indent=indent, separators=separators)
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
 
 
 def read_json(path: str | os.PathLike[str], what: str = "JSON") -> Any:
