@@ -15,7 +15,7 @@ from typing import Any
 
 DEFAULT_CONFIG = "default_cluster.toml"
 # service names the launcher uses itself; an engine (topic) may not take one
-RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web"})
+RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web", "gateway"})
 ROBOT_PREFIX = "robot-"
 LEARNING_POLICY = "whittle"  # the robot policy that learns a Q-table
 ROBOT_FILES = ("controller_config", "q_table", "initial_q_table")  # per-topic robot keys (paths)
@@ -71,6 +71,7 @@ class ClusterConfig:
     max_concurrent_queries: int = 64  # the broker refuses more with RESOURCE_EXHAUSTED
     web_corpus: str | None = None
     robot: RobotSettings = field(default_factory=RobotSettings)
+    gateway_port: int = 0  # [gateway] port: the HTTP gateway's port (0: ephemeral)
 
     def __post_init__(self) -> None:
         if not self.topics:
@@ -84,6 +85,8 @@ class ClusterConfig:
             raise ConfigError("default_deadline_ms must be positive")
         if self.max_concurrent_queries < 1:
             raise ConfigError("max_concurrent_queries must be >= 1")
+        if not 0 <= self.gateway_port <= 65535:
+            raise ConfigError(f"[gateway] port must be in [0, 65535], got {self.gateway_port}")
         tables = [t.q_table for t in self.topics if t.q_table is not None]
         if len(set(tables)) != len(tables):
             raise ConfigError("each topic's robot needs its own q_table file")
@@ -141,6 +144,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
     cluster = data.get("cluster", {})
     web = data.get("web", {})
     robot = data.get("robot", {})
+    gateway = data.get("gateway", {})
     if "q_table" in robot:
         raise ConfigError("[robot]: q_table is per robot: set it in a [[topic]] (the robot of that topic)")
     try:
@@ -152,6 +156,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
             default_deadline_ms=int(cluster.get("default_deadline_ms", 1000)),
             max_concurrent_queries=int(cluster.get("max_concurrent_queries", 64)),
             web_corpus=web.get("corpus"),
+            gateway_port=int(gateway.get("port", 0)),
             robot=RobotSettings(
                 policy=str(robot.get("policy", "whittle")),
                 min_delay=float(robot.get("min_delay", 0.02)),

@@ -20,12 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from oasis.cluster.config import ROBOT_PREFIX, ClusterConfig
 from oasis.runtime.files import write_json_atomic
-from oasis.runtime.service import open_channel
+from oasis.runtime.rpc import health_status
 from oasis.runtime.spawn import SpawnError, log_tail, spawn_service
 
 logger = logging.getLogger(__name__)
@@ -45,7 +42,7 @@ class NoCluster(RuntimeError):
 @dataclass
 class ServiceRecord:
     name: str
-    kind: str  # directory | broker | engine | robot | web
+    kind: str  # directory | broker | engine | robot | web | gateway
     address: str
     pid: int
     log: str
@@ -55,18 +52,6 @@ class ServiceRecord:
     @property
     def port(self) -> int:
         return int(self.address.rsplit(":", 1)[1]) if ":" in self.address else 0
-
-
-def health_status(address: str, timeout: float = 1.0, service: str = "") -> str:
-    """``SERVING`` / ``NOT_SERVING`` / ``UNKNOWN`` from the standard health service, or ``UNREACHABLE``."""
-    try:
-        with open_channel(address) as channel:
-            reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=service), timeout=timeout
-            )
-    except grpc.RpcError:
-        return "UNREACHABLE"
-    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
 
 
 def _alive(pid: int) -> bool:
@@ -135,7 +120,7 @@ class Cluster:
         """Start ``python -m ...`` ``argv`` with ``--port``/``--address-file`` and wait until it serves."""
         log_path = self.state_dir / "logs" / f"{name}.log"
         full = [sys.executable, *argv]
-        if grpc_health:
+        if grpc_health or kind == "gateway":
             full += ["--port", str(port)]
         try:
             service = spawn_service(
@@ -198,7 +183,7 @@ class Cluster:
         previous = self._procs.pop(name, None)
         if previous is not None:
             previous.poll()  # a child of ours that died (kill -9): reap it; its Popen is not left "running"
-        grpc_health = record.kind != "web"
+        grpc_health = record.kind not in ("web", "gateway")
         return self.start(
             record.name, record.kind, record.argv, port=record.port, timeout=timeout, grpc_health=grpc_health
         )
@@ -245,8 +230,8 @@ def bring_up(
     timeout: float = 60.0,
     log_level: str = "INFO",
 ) -> Cluster:
-    """Start directory, engines, broker and (when the config has a web and ``robots``) the replayed web and
-    one robot per topic. On any failure, everything started so far is stopped again."""
+    """Start directory, engines, broker, the HTTP gateway and (when the config has a web and ``robots``) the
+    replayed web and one robot per topic. On any failure, everything started so far is stopped again."""
     cluster = Cluster(state_dir)
     if cluster.state_path.exists():
         try:
@@ -293,6 +278,21 @@ def bring_up(
                 *lvl,
             ],
             timeout=timeout,
+        )  # fmt: skip
+        cluster.start(
+            "gateway",
+            "gateway",
+            [
+                "-m", "oasis.gateway",
+                "--broker", cluster.get("broker").address,
+                "--directory", directory.address,
+                "--cluster-state", str(cluster.state_path),
+                "--quality", str(cluster.state_dir / "quality"),
+                *lvl,
+            ],
+            port=config.gateway_port,
+            timeout=timeout,
+            grpc_health=False,  # HTTP: it serves once it has written its address file
         )  # fmt: skip
         if robots and config.web_corpus:
             start_web_and_robots(cluster, config, timeout=timeout, log_level=log_level)
