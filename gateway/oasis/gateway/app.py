@@ -17,6 +17,7 @@ pool.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -66,6 +67,15 @@ SECURITY_HEADERS = {
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
 }
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON with ``<``, ``>`` and ``&`` written as ``\\u`` escapes: the same values to any JSON parser, and
+    no markup in the bytes should something render the reply as HTML (the query is echoed in it)."""
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").encode("utf-8")
 
 
 class Broker(Protocol):
@@ -183,7 +193,7 @@ def create_app(broker: Broker, config: GatewayConfig, metrics: Metrics | None = 
     ) -> Response:
         """An error reply in the format asked for; ``typed`` goes back into the page's search box."""
         if fmt == "json":
-            return JSONResponse({"error": message, **(extra or {})}, status_code=status)
+            return SafeJSONResponse({"error": message, **(extra or {})}, status_code=status)
         return render("error.html", status=status, message=message, query=typed, code=status)
 
     async def index(request: Request) -> Response:
@@ -212,7 +222,7 @@ def create_app(broker: Broker, config: GatewayConfig, metrics: Metrics | None = 
         metrics.broker.labels("ok").observe(time.perf_counter() - start)
         page = make_page(params, result, config.page_size)
         if params.format == "json":
-            return JSONResponse(searxng_json(page))
+            return SafeJSONResponse(searxng_json(page))
         return results_page(page)
 
     def results_page(page: Page) -> Response:
@@ -237,7 +247,7 @@ def create_app(broker: Broker, config: GatewayConfig, metrics: Metrics | None = 
             return error(requested_format(raw), 400, str(exc))
         data: ClusterStatus = await run_in_threadpool(collect_status, sources)
         if fmt == "json":
-            return JSONResponse(data.to_json())
+            return SafeJSONResponse(data.to_json())
         return render("status.html", cluster=data, query="")
 
     async def healthz(request: Request) -> Response:
