@@ -243,8 +243,8 @@ def test_plot_stays_inside_its_box() -> None:
     for _, _, coords in p.lines:
         xy = [tuple(map(float, c.split(","))) for c in coords.split()]
         assert len(xy) == 11
-        assert all(40 <= x <= 290 and 10 <= y <= 76 for x, y in xy)
-        assert xy[0][0] == 40 and xy[-1][0] == 290  # the time axis spans the series
+        assert all(40 <= x <= 278 and 10 <= y <= 76 for x, y in xy)
+        assert xy[0][0] == 40 and xy[-1][0] == 278  # the time axis spans the series
     recall_y = [float(c.split(",")[1]) for c in p.lines[0][2].split()]
     assert recall_y == sorted(recall_y, reverse=True)  # rising recall goes up the page
     assert p.latest == {"recall": 1.0, "freshness": 0.5, "M": 0.5}

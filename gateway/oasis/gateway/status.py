@@ -309,7 +309,7 @@ def _ticks(lo: float, hi: float, n: int = 4) -> list[float]:
 
 def plot(topic: str, points: Sequence[QualityPoint], width: int = 520, height: int = 180) -> Plot:
     """Recall, freshness and M of one topic over time in a ``width`` x ``height`` SVG (y in [0, 1])."""
-    left, right, top, bottom = 40, 10, 10, 24
+    left, right, top, bottom = 40, 22, 10, 24
     t0 = points[0].t if points else 0.0
     t1 = points[-1].t if points else 1.0
     span = (t1 - t0) or 1.0
