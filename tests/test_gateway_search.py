@@ -91,6 +91,9 @@ def test_errors_are_given_in_the_format_asked_for() -> None:
     assert requested_format(b"q=%ff&format=json") == "json"
     assert requested_format(b"q=%ff") == "html"
     assert requested_format(b"format=JSON&pageno=x") == "json"
+    assert requested_format(b"format=json&" + b"&".join(b"p%d=%%ff" % i for i in range(100))) == "json"
+    assert requested_format(b"q=" + b"x" * 100_000 + b"&format=json") == "json"
+    assert requested_format(b"q=" + b"x" * 100_000) == "html"
 
 
 def test_the_deepest_page_fits_the_brokers_limit() -> None:
