@@ -107,7 +107,7 @@ def indexed(cluster: Path) -> dict[str, Any]:
 def test_status_lists_every_service_serving_with_document_counts(indexed: dict[str, Any]) -> None:
     services = indexed["services"]
     kinds = sorted(s["kind"] for s in services.values())
-    assert kinds == ["broker", "directory", "engine", "engine", "engine"]
+    assert kinds == ["broker", "directory", "engine", "engine", "engine", "gateway"]
     assert all(s["health"] == "SERVING" for s in services.values())
     assert sum(indexed["loaded"].values()) >= 300  # a few hundred real pages
     for name in ("databases", "python", "web"):

@@ -62,6 +62,7 @@ def test_installs_beside_robotframework_and_proto_plus(tmp_path: Path) -> None:
 ROOTS = {
     "oasis.v1": "proto", "oasis.runtime": "runtime", "oasis.web": "web", "oasis.engine": "engine",
     "oasis.directory": "directory", "oasis.broker": "broker", "oasis.robot": "robot",
+    "oasis.gateway": "gateway",
     "oasis.freshness": "freshness", "oasis.replay": "replay", "oasis.bench": "bench",
     "oasis.cluster": "cluster", "oasis.cli": "cli",
 }  # fmt: skip

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+import requests
 import trustme
 
 from oasis.cluster.config import ClusterConfig, RobotSettings, TopicConfig
@@ -109,8 +110,10 @@ def test_whole_cluster_runs_on_tls_and_token_from_the_environment(
     status = cli(cluster.state_dir, secure_env, "status", "--json")
     assert status.returncode == 0, status.stderr
     services = json.loads(status.stdout)["services"]
-    grpc_services = [s for s in services if s["kind"] != "web"]
+    grpc_services = [s for s in services if s["kind"] not in ("web", "gateway")]
     assert len(grpc_services) == 6 and all(s["health"] == "SERVING" for s in grpc_services), services
+    (gateway,) = [s for s in services if s["kind"] == "gateway"]  # HTTP; it reaches the broker over TLS
+    assert gateway["health"] == "SERVING", gateway
     deadline = time.monotonic() + 10  # engines' summaries reach the directory with their next heartbeat
     while True:
         found = cli(cluster.state_dir, secure_env, "search", "sql database query", "--json")
@@ -120,6 +123,10 @@ def test_whole_cluster_runs_on_tls_and_token_from_the_environment(
             break
         time.sleep(0.3)
     assert result["hits"] and result["engines"]["databases"] == "ok", result
+    # the HTTP gateway searches through the same TLS + token broker
+    params = {"q": "sql database query", "format": "json"}
+    reply = requests.get(f"http://{gateway['address']}/search", params=params, timeout=10)
+    assert reply.status_code == 200 and reply.json()["results"], reply.text[:300]
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,9 @@ BENCHMARKS: dict[str, Command] = {
     "engine-query": Command(
         _ENGINE, "engine query latency p50/p99 and queries/s over gRPC vs raw Whoosh in-process"
     ),
+    "gateway": Command(
+        "oasis.bench.gateway", "GET /search?format=json latency vs a direct broker gRPC call (p50/p99, ratio)"
+    ),
     "load": Command("oasis.bench.load", "concurrent clients against the broker over 3 engines"),
     "merge-quality": Command(
         "oasis.bench.merge_quality", "broker merged ranking vs one central Whoosh index"

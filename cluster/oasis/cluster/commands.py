@@ -197,12 +197,12 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- status
-def web_health(address: str) -> str:
-    """The replayed web speaks HTTP, not gRPC: SERVING when its robots.txt answers."""
+def web_health(address: str, path: str = "/robots.txt") -> str:
+    """The replayed web and the gateway speak HTTP, not gRPC: SERVING when ``path`` answers 200."""
     import requests
 
     try:
-        ok = requests.get(f"http://{address}/robots.txt", timeout=2).status_code == 200
+        ok = requests.get(f"http://{address}{path}", timeout=2).status_code == 200
     except requests.RequestException:
         return "UNREACHABLE"
     return "SERVING" if ok else "NOT_SERVING"
@@ -216,7 +216,10 @@ def service_table(cluster: Cluster) -> list[dict[str, Any]]:
     counts = documents_by_engine(engines)
     rows: list[dict[str, Any]] = []
     for s in cluster.services:
-        health = web_health(s.address) if s.kind == "web" else health_status(s.address)
+        if s.kind in ("web", "gateway"):
+            health = web_health(s.address, "/healthz" if s.kind == "gateway" else "/robots.txt")
+        else:
+            health = health_status(s.address)
         row: dict[str, Any] = {
             "name": s.name,
             "kind": s.kind,

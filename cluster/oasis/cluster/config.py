@@ -23,7 +23,7 @@ from oasis.runtime.service import check_advertised, join_host_port, split_host_p
 
 DEFAULT_CONFIG = "default_cluster.toml"
 # service names the launcher uses itself; an engine (topic) may not take one
-RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web"})
+RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web", "gateway"})
 ROBOT_PREFIX = "robot-"
 LEARNING_POLICY = "whittle"  # the robot policy that learns a Q-table
 ROBOT_FILES = ("controller_config", "q_table", "initial_q_table")  # per-topic robot keys (paths)
@@ -144,6 +144,7 @@ class ClusterConfig:
     directory: str | None = None
     broker: str | None = None
     nodes: tuple[NodeConfig, ...] = ()
+    gateway_port: int = 0  # [gateway] port: the HTTP gateway's port (0: ephemeral)
 
     def __post_init__(self) -> None:
         if not self.topics:
@@ -161,6 +162,8 @@ class ClusterConfig:
             raise ConfigError("max_concurrent_queries must be >= 1")
         if self.log_format not in ("text", "json"):
             raise ConfigError(f"log_format must be text or json, got {self.log_format!r}")
+        if not 0 <= self.gateway_port <= 65535:
+            raise ConfigError(f"[gateway] port must be in [0, 65535], got {self.gateway_port}")
         tables = [t.q_table for t in self.topics if t.q_table is not None]
         if len(set(tables)) != len(tables):
             raise ConfigError("each topic's robot needs its own q_table file")
@@ -297,6 +300,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
     cluster = data.get("cluster", {})
     web = data.get("web", {})
     robot = data.get("robot", {})
+    gateway = data.get("gateway", {})
     if "q_table" in robot:
         raise ConfigError("[robot]: q_table is per robot: set it in a [[topic]] (the robot of that topic)")
     try:
@@ -314,6 +318,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
             else parse_address(cluster["directory"], "[cluster] directory"),
             broker=None if "broker" not in cluster else parse_address(cluster["broker"], "[cluster] broker"),
             nodes=tuple(_node(n) for n in data.get("node", [])),
+            gateway_port=int(gateway.get("port", 0)),
             robot=RobotSettings(
                 policy=str(robot.get("policy", "whittle")),
                 min_delay=float(robot.get("min_delay", 0.02)),

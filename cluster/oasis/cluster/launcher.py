@@ -29,12 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-
 from oasis.cluster.config import ROBOT_PREFIX, ClusterConfig, NodeConfig
 from oasis.runtime.files import write_json_atomic
-from oasis.runtime.service import open_channel
+from oasis.runtime.rpc import health_status
 from oasis.runtime.spawn import SpawnError, log_tail, spawn_service
 
 logger = logging.getLogger(__name__)
@@ -57,7 +54,7 @@ class NoCluster(RuntimeError):
 @dataclass
 class ServiceRecord:
     name: str
-    kind: str  # directory | broker | engine | robot | web
+    kind: str  # directory | broker | engine | robot | web | gateway
     address: str
     pid: int
     log: str
@@ -68,18 +65,6 @@ class ServiceRecord:
     @property
     def port(self) -> int:
         return int(self.address.rsplit(":", 1)[1]) if ":" in self.address else 0
-
-
-def health_status(address: str, timeout: float = 1.0, service: str = "") -> str:
-    """``SERVING`` / ``NOT_SERVING`` / ``UNKNOWN`` from the standard health service, or ``UNREACHABLE``."""
-    try:
-        with open_channel(address) as channel:
-            reply = health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(service=service), timeout=timeout
-            )
-    except grpc.RpcError:
-        return "UNREACHABLE"
-    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
 
 
 def _alive(pid: int) -> bool:
@@ -256,7 +241,7 @@ class Cluster:
         """Start ``python -m ...`` ``argv`` with ``--port``/``--address-file`` and wait until it serves."""
         log_path = self.state_dir / "logs" / f"{name}.log"
         full = [sys.executable, *argv]
-        if grpc_health:
+        if grpc_health or kind == "gateway":
             full += ["--port", str(port)]
         try:
             service = spawn_service(
@@ -324,7 +309,7 @@ class Cluster:
         previous = self._procs.pop(name, None)
         if previous is not None:
             previous.poll()  # a child of ours that died (kill -9): reap it; its Popen is not left "running"
-        grpc_health = record.kind != "web"
+        grpc_health = record.kind not in ("web", "gateway")
         return self.start(
             record.name, record.kind, record.argv, port=record.port, timeout=timeout, grpc_health=grpc_health
         )
@@ -382,8 +367,8 @@ def bring_up(
     timeout: float = 60.0,
     log_level: str = "INFO",
 ) -> Cluster:
-    """Start directory, engines, broker and (when the config has a web and ``robots``) the replayed web and
-    one robot per topic. On any failure, everything started so far is stopped again."""
+    """Start directory, engines, broker, the HTTP gateway and (when the config has a web and ``robots``) the
+    replayed web and one robot per topic. On any failure, everything started so far is stopped again."""
     if config.nodes:
         raise LaunchError(
             "this cluster file describes [[node]]s: start each with `oasis up --config FILE --node NAME` "
@@ -397,6 +382,14 @@ def bring_up(
             argv = engine_argv(config, topic.name, cluster.state_dir, directory.address, lvl)
             cluster.start(topic.name, "engine", argv, timeout=timeout)
         cluster.start("broker", "broker", broker_argv(config, directory.address, lvl), timeout=timeout)
+        cluster.start(
+            "gateway",
+            "gateway",
+            gateway_argv(cluster.get("broker").address, directory.address, cluster.state_dir, lvl),
+            port=config.gateway_port,
+            timeout=timeout,
+            grpc_health=False,  # HTTP: it serves once it has written its address file
+        )
         if robots and config.web_corpus:
             start_web_and_robots(cluster, config, timeout=timeout, log_level=log_level)
     except BaseException:
@@ -458,6 +451,19 @@ def broker_argv(config: ClusterConfig, directory: str, extra: Sequence[str] = ()
         "--route-cache-seconds", str(config.route_cache_seconds),
         "--default-deadline-ms", str(config.default_deadline_ms),
         "--max-concurrent-queries", str(config.max_concurrent_queries),
+        *extra,
+    ]  # fmt: skip
+
+
+def gateway_argv(broker: str, directory: str, state_dir: Path, extra: Sequence[str] = ()) -> list[str]:
+    """``python -m oasis.gateway`` arguments (without --port / --address-file): the HTTP front door, which
+    reads the cluster state and the live quality series under ``state_dir``."""
+    return [
+        "-m", "oasis.gateway",
+        "--broker", broker,
+        "--directory", directory,
+        "--cluster-state", str(state_dir / STATE_FILE),
+        "--quality", str(state_dir / "quality"),
         *extra,
     ]  # fmt: skip
 

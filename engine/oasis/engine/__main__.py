@@ -10,8 +10,8 @@ from pathlib import Path
 
 from oasis.engine.config import EngineConfig, parse_allowed_hosts
 from oasis.engine.index import IndexBusy, TopicIndex
-from oasis.engine.metrics import index_families
 from oasis.engine.integrity import IndexDamaged
+from oasis.engine.metrics import index_families
 from oasis.engine.relevance import RelevanceModel
 from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_to_proto
 from oasis.engine.topic import InvalidTopic, Topic

@@ -1,6 +1,7 @@
-"""The client adapters of the Oasis services: the broker (search), the engine (index, score, search, stats)
-and the robot (status). Every call passes ``timeout=``; a ``grpc.RpcError`` becomes a
-:class:`~oasis.runtime.errors.ServiceError` at the one boundary of :class:`~oasis.runtime.rpc.GrpcClient`.
+"""The client adapters of the Oasis services: the broker (search), the engine (index, score, search, stats),
+the robot (status) and the directory (list engines). Every call passes ``timeout=``; a ``grpc.RpcError``
+becomes a :class:`~oasis.runtime.errors.ServiceError` at the one boundary of
+:class:`~oasis.runtime.rpc.GrpcClient`.
 
 :class:`EngineClient` is the one engine client: the CLI and the cluster commands index and count with it,
 the robot indexes acknowledged batches and scores pages with it (behind its ``EngineLike`` port), and the
@@ -20,12 +21,22 @@ import grpc
 from oasis.runtime.engine_types import EngineHit, EngineReply, IndexDocument, IndexReport
 from oasis.runtime.errors import ServiceError
 from oasis.runtime.rpc import GrpcClient
-from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc, robot_pb2, robot_pb2_grpc
+from oasis.v1 import (
+    broker_pb2,
+    broker_pb2_grpc,
+    directory_pb2,
+    directory_pb2_grpc,
+    engine_pb2,
+    engine_pb2_grpc,
+    robot_pb2,
+    robot_pb2_grpc,
+)
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "BrokerClient",
+    "DirectoryClient",
     "EngineClient",
     "IndexDocument",
     "IndexReport",
@@ -70,6 +81,8 @@ class SearchResult:
     partial: bool
     took_ms: float
     messages: dict[str, str] = field(default_factory=dict)  # engine -> why it is not ok / how it was routed
+    engine_hits: dict[str, int] = field(default_factory=dict)  # engine -> hits it returned
+    engine_latency_ms: dict[str, float] = field(default_factory=dict)  # engine -> time to its answer
 
 
 class BrokerClient(GrpcClient):
@@ -88,6 +101,8 @@ class BrokerClient(GrpcClient):
             partial=reply.partial,
             took_ms=reply.took_ms,
             messages={e.name: e.message for e in reply.engines if e.message},
+            engine_hits={e.name: e.hits for e in reply.engines},
+            engine_latency_ms={e.name: e.latency_ms for e in reply.engines},
         )
 
 
@@ -282,6 +297,22 @@ class RobotClient(GrpcClient):
         return RobotState(
             r.state, r.pages_fetched, r.pages_indexed, r.frontier_size, dict(r.errors), r.harvest_rate
         )
+
+
+class DirectoryClient(GrpcClient):
+    """The directory's registry as its readers see it (the gateway's status page); the broker's routing
+    client is its own port (:mod:`oasis.broker.clients`)."""
+
+    kind = "directory"
+
+    def __init__(self, address: str, *, timeout: float = 2.0) -> None:
+        super().__init__(address, timeout=timeout)
+        self._stub = directory_pb2_grpc.DirectoryStub(self._channel)
+
+    def list_engines(self, timeout: float | None = None) -> list[tuple[str, str]]:
+        """(name, address) of every engine holding a lease, in name order."""
+        reply = self._call("ListEngines", self._stub.ListEngines, directory_pb2.ListEnginesRequest(), timeout)
+        return sorted((e.name, e.address) for e in reply.engines)
 
 
 def documents_by_engine(addresses: Sequence[tuple[str, str]]) -> dict[str, int | None]:

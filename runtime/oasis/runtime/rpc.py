@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from oasis.runtime.errors import ServiceError
 from oasis.runtime.service import open_channel
@@ -71,3 +72,15 @@ class GrpcClient:
     def _call(self, method: str, rpc: Callable[..., Any], request: Any, timeout: float | None = None) -> Any:
         with self._boundary(method):
             return rpc(request, timeout=self._timeout if timeout is None else timeout)
+
+
+def health_status(address: str, timeout: float = 1.0, service: str = "") -> str:
+    """``SERVING`` / ``NOT_SERVING`` / ``UNKNOWN`` from the standard health service, or ``UNREACHABLE``."""
+    try:
+        with open_channel(address) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=service), timeout=timeout
+            )
+    except grpc.RpcError:
+        return "UNREACHABLE"
+    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))

@@ -1,0 +1,1 @@
+"""The HTTP gateway: search page, SearXNG-shaped JSON API, OpenSearch, /status dashboard, /metrics."""
