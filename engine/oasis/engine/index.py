@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import html
 import logging
 import math
 import os
@@ -31,12 +30,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from whoosh import highlight, qparser, scoring
+from whoosh import collectors, qparser, scoring
 from whoosh import query as wquery
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
 
 from oasis.engine.relevance import RelevanceModel, idf, idf_table
+from oasis.engine.snippets import Snippeter, candidate_prefixes
 from oasis.engine.topic import Topic
 from oasis.runtime.text import make_analyzer
 from oasis.runtime.urls import InvalidURL, canonicalize
@@ -319,18 +319,6 @@ def make_schema() -> Schema:
     )
 
 
-class _BoldFormatter(highlight.Formatter):
-    """Snippet fragments as escaped HTML with each matched term in ``<b>...</b>``."""
-
-    between = " ... "
-
-    def _text(self, text: str) -> str:
-        return html.escape(text, quote=False)
-
-    def format_token(self, text: str, token: Any, replace: bool = False) -> str:
-        return f"<b>{html.escape(highlight.get_text(text, token, replace), quote=False)}</b>"
-
-
 def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
     """(df, cf) of one segment's title and text terms: df the larger of the two fields, cf their sum."""
     df: dict[str, int] = {}
@@ -348,6 +336,15 @@ def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
         df[t] = max(df.get(t, 0), d)
         cf[t] = cf.get(t, 0) + int(info.weight())
     return df, cf
+
+
+def _top_results(searcher: Any, q: wquery.Query, limit: int) -> Any:
+    """The top ``limit`` hits and the exact number of matches in one pass: without block-quality skipping
+    (with it, ``len(results)`` runs the query a second time) and without matcher replacement (which drops
+    sub-matchers below the heap's minimum score, and with them matches from the count)."""
+    collector = collectors.TopCollector(limit=limit, usequality=False, replace=0)
+    searcher.search_with_collector(q, collector)
+    return collector.results()
 
 
 # --- the index -----------------------------------------------------------------------------------------
@@ -379,8 +376,7 @@ class TopicIndex:
         self._stats_max_age = stats_max_age
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
         self._parser = qparser.MultifieldParser(["title", "text"], ix.schema, group=qparser.OrGroup)
-        self._fragmenter = highlight.ContextFragmenter(maxchars=snippet_chars, surround=60)
-        self._formatter = _BoldFormatter()
+        self._snippeter = Snippeter(maxchars=snippet_chars, surround=60, top=2)
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
         self._searcher = ix.searcher(weighting=self._weighting)
@@ -529,16 +525,19 @@ class TopicIndex:
             raise InvalidQuery(f"offset must be in [0, {self.limits.max_offset}], got {offset}")
         with self._read_lock:
             self._check_open()
-            results = self._searcher.search(q, limit=offset + limit)
-            results.fragmenter = self._fragmenter
-            results.formatter = self._formatter
+            results = _top_results(self._searcher, q, offset + limit)
             total = len(results)
             max_score = float(results.top_n[0][0]) if results.top_n else 0.0
+            terms = frozenset(
+                t.decode("utf-8") if isinstance(t, bytes) else str(t)
+                for _f, t in results.query_terms(expand=True, fieldname="text")
+            )
+            prefixes = candidate_prefixes(terms)
             hits = []
             for hit in results[offset : offset + limit]:
                 stored = hit.fields()
                 text = stored.get("text", "")
-                snippet = hit.highlights("text", text=text, top=2) or html.escape(text[:240], quote=False)
+                snippet = self._snippeter.snippet(text, terms, prefixes)
                 hits.append(
                     Hit(
                         url=stored["url"],
