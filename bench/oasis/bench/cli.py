@@ -31,7 +31,7 @@ BENCHMARKS: dict[str, Command] = {
         "oasis.bench.parse", "parse_html pages/s: lxml vs bs4-lxml vs html.parser, on real pages"
     ),
     "query-latency": Command(
-        "oasis.bench.query_latency", "p50/p99 and q/s: direct Whoosh vs one engine vs broker"
+        "oasis.bench.query_latency", "p50/p99 and q/s: bare Whoosh vs direct vs one engine vs broker"
     ),
     "replay-scale": Command("oasis.bench.replay_scale", "replay time of synthetic webs of 1e5 and 1e6 pages"),
     "scheduler": Command(
