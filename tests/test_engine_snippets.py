@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from whoosh import index as windex
+from whoosh import scoring
 
 from oasis.engine.index import TopicIndex, Upsert
 from oasis.engine.snippets import (
@@ -108,8 +110,8 @@ def test_snippet_without_a_match_is_the_escaped_start_and_overlaps_merge() -> No
     assert out.count("science") == 1 and " ... " not in out
 
 
-def test_search_total_is_exact_and_snippets_come_from_the_stored_text() -> None:
-    index = TopicIndex.in_memory(Topic(name="t", keywords=("index",)))
+def test_search_total_is_exact_and_snippets_come_from_the_stored_text(tmp_path: Path) -> None:
+    index = TopicIndex.open(tmp_path / "ix", Topic(name="t", keywords=("index",)))
     rng = random.Random(3)
     vocab = ["index", "table", "query", "row", "column", "page", "tree", "lock"]
     ops = []
@@ -120,14 +122,20 @@ def test_search_total_is_exact_and_snippets_come_from_the_stored_text() -> None:
                    relevance=0.5)
         )  # fmt: skip
     index.apply(ops)
-    for q in ("index", "table lock", "tree OR row", "column page query"):
+    index.apply(ops[:40])  # a second segment
+    plain = windex.open_dir(str(tmp_path / "ix")).searcher(weighting=scoring.BM25F(B=0.75, K1=1.2))
+    for q in ("index", "table lock", "tree OR row", "column page query", "index table row lock tree"):
         qterms = set(tokenize(q.replace("OR", "")))
         expected = sum(1 for op in ops if qterms & set(tokenize(op.text)))
         page = index.search(q, limit=10)
         assert page.total == expected
+        whoosh_hits = plain.search(index.parse_query(q), limit=10)  # Whoosh's own matchers and collector
+        assert [h.url for h in page.hits] == [h["url"] for h in whoosh_hits]
+        assert [h.score for h in page.hits] == pytest.approx([h.score for h in whoosh_hits])
         for hit in page.hits:
             assert "<b>" in hit.snippet
             assert set(tokenize(" ".join(re.findall(r"<b>(.*?)</b>", hit.snippet)))) <= qterms
+    plain.close()
     index.close()
 
 

@@ -338,10 +338,22 @@ def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
     return df, cf
 
 
+def _use_union_trees(q: wquery.Query) -> None:
+    """Make every ``Or`` in ``q`` use a tree of union matchers. Whoosh picks an array matcher for indexes
+    under 5,000 documents, which fills and clears a 2,048-slot array in Python per segment per query: 58 %
+    of the matching time of a 300-page index (profiled; same hits, measured in tests)."""
+    if isinstance(q, wquery.Or):
+        q.matcher_type = wquery.Or.DEFAULT_MATCHER
+    if not q.is_leaf():
+        for child in q.children():
+            _use_union_trees(child)
+
+
 def _top_results(searcher: Any, q: wquery.Query, limit: int) -> Any:
     """The top ``limit`` hits and the exact number of matches in one pass: without block-quality skipping
     (with it, ``len(results)`` runs the query a second time) and without matcher replacement (which drops
     sub-matchers below the heap's minimum score, and with them matches from the count)."""
+    _use_union_trees(q)
     collector = collectors.TopCollector(limit=limit, usequality=False, replace=0)
     searcher.search_with_collector(q, collector)
     return collector.results()
