@@ -8,14 +8,17 @@ find a running cluster.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,8 +83,17 @@ def _alive(pid: int) -> bool:
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return True
+        return not _zombie(pid)  # not ours (`oasis up --detach`): dead once exited, reaped or not
     return done == 0
+
+
+def _zombie(pid: int) -> bool:
+    """True when ``pid`` has exited and waits for its parent (or init) to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
 
 
 class Cluster:
@@ -91,6 +103,7 @@ class Cluster:
         self.state_dir = state_dir.resolve()
         self.services: list[ServiceRecord] = []
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ state file
     @property
@@ -155,8 +168,9 @@ class Cluster:
             self._wait_serving(name, proc, address, log_path, timeout)
         extra = {k: v for k, v in service.info.items() if k not in {"address", "pid"}}
         record = ServiceRecord(name, kind, address, proc.pid, str(log_path), list(argv), extra)
-        self.services = [s for s in self.services if s.name != name] + [record]
-        self.save()
+        with self._lock:  # services start in parallel threads (bring_up)
+            self.services = [s for s in self.services if s.name != name] + [record]
+            self.save()
         logger.info("%s %s up on %s (pid %d)", kind, name, address, proc.pid)
         return record
 
@@ -205,34 +219,50 @@ class Cluster:
 
     def stop_one(self, record: ServiceRecord, grace: float = 10.0) -> bool:
         """SIGTERM (drain), then SIGKILL after ``grace`` seconds. True if it had been running."""
-        proc = self._procs.get(record.name)
-        if not _alive(record.pid):
-            return False
-        try:
-            os.kill(record.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return False
+        return bool(self.stop_many([record], grace))
+
+    def stop_many(self, records: Sequence[ServiceRecord], grace: float = 10.0) -> list[str]:
+        """SIGTERM every one of ``records`` at once (each drains in parallel), wait for them, SIGKILL those
+        still alive after ``grace`` seconds; the names of those that had been running."""
+        waiting: dict[str, ServiceRecord] = {}
+        for record in records:
+            if not _alive(record.pid):
+                continue
+            try:
+                os.kill(record.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            waiting[record.name] = record
+        stopped = list(waiting)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
+        while waiting and time.monotonic() < deadline:
+            for name, record in list(waiting.items()):
+                proc = self._procs.get(name)
+                if (proc.poll() is not None) if proc is not None else not _alive(record.pid):
+                    del waiting[name]
+            if waiting:
+                time.sleep(0.02)
+        for name, record in waiting.items():
+            logger.warning("%s did not stop within %.0fs: killing", name, grace)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.pid, signal.SIGKILL)
+            proc = self._procs.get(name)
             if proc is not None:
-                if proc.poll() is not None:
-                    return True
-            elif not _alive(record.pid):
-                return True
-            time.sleep(0.05)
-        logger.warning("%s did not stop within %.0fs: killing", record.name, grace)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(record.pid, signal.SIGKILL)
-        if proc is not None:
-            proc.wait()
-        return True
+                proc.wait()
+        return stopped
 
     def down(self, grace: float = 10.0) -> list[str]:
-        """Stop every service, newest first (robots before engines before the directory)."""
+        """Stop every service in three waves, each in parallel: robots (they flush their last batch to the
+        engines), then everything but the directory, then the directory (engines deregister from it)."""
+        newest_first = list(reversed(self.services))
+        waves = [
+            [r for r in newest_first if r.kind == "robot"],
+            [r for r in newest_first if r.kind not in ("robot", "directory")],
+            [r for r in newest_first if r.kind == "directory"],
+        ]
         stopped = []
-        for record in reversed(self.services):
-            if self.stop_one(record, grace):
-                stopped.append(record.name)
+        for wave in waves:
+            stopped += self.stop_many(wave, grace)
         self.state_path.unlink(missing_ok=True)
         return stopped
 
@@ -264,9 +294,12 @@ def bring_up(
             ["-m", "oasis.directory", "--lease-seconds", str(config.lease_seconds), *lvl],
             timeout=timeout,
         )
+        wave: list[Callable[[], object]] = []
         for topic in config.topics:
-            cluster.start(
-                topic.name,
+            wave.append(
+                functools.partial(
+                    cluster.start,
+                    topic.name,
                 "engine",
                 [
                     "-m", "oasis.engine",
@@ -280,8 +313,9 @@ def bring_up(
                     *lvl,
                 ],
                 timeout=timeout,
-            )  # fmt: skip
-        cluster.start(
+            ))  # fmt: skip
+        wave.append(functools.partial(
+            cluster.start,
             "broker",
             "broker",
             [
@@ -293,17 +327,41 @@ def bring_up(
                 *lvl,
             ],
             timeout=timeout,
-        )  # fmt: skip
-        if robots and config.web_corpus:
-            start_web_and_robots(cluster, config, timeout=timeout, log_level=log_level)
+        ))  # fmt: skip
+        with_web = robots and config.web_corpus is not None
+        if with_web:
+            wave.append(functools.partial(start_web, cluster, config, timeout=timeout, log_level=log_level))
+        in_parallel(wave)  # engines, broker and the web start together (they need only the directory)
+        if with_web:
+            start_robots(cluster, config, timeout=timeout, log_level=log_level)
     except BaseException:
         cluster.down(grace=5.0)
         raise
+    planned = ["directory", *(t.name for t in config.topics), "broker", "replayed-web"]
+    planned += [f"{ROBOT_PREFIX}{t.name}" for t in config.topics]
+    cluster.services.sort(key=lambda r: planned.index(r.name) if r.name in planned else len(planned))
+    cluster.save()
     return cluster
+
+
+def in_parallel(calls: Sequence[Callable[[], object]]) -> None:
+    """Run ``calls`` in threads, wait for all of them, then raise the first failure (if any)."""
+    if not calls:
+        return
+    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="launch") as pool:
+        futures = [pool.submit(call) for call in calls]
+    for future in futures:
+        future.result()
 
 
 def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
     """The replayed web (``python -m oasis.web``) and one robot per topic engine, seeded from the web."""
+    start_web(cluster, config, timeout=timeout, log_level=log_level)
+    start_robots(cluster, config, timeout=timeout, log_level=log_level)
+
+
+def start_web(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> ServiceRecord:
+    """The replayed web (``python -m oasis.web``); its record's ``extra`` holds the seeds and hosts."""
     assert config.web_corpus is not None
     web = cluster.start(
         "replayed-web",
@@ -312,14 +370,22 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
         timeout=timeout,
         grpc_health=False,
     )
-    seeds = [str(s) for s in web.extra.get("seeds", [])]
-    if not seeds:
-        raise LaunchError("the replayed web reported no seed URLs")
     hosts = web.extra.get("hosts", {})
     if isinstance(hosts, dict) and hosts and not web.address:
         first = str(next(iter(hosts.values())))
         web.address = first
-        cluster.save()
+        with cluster._lock:
+            cluster.save()
+    return web
+
+
+def start_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
+    """One robot per topic engine, seeded from the replayed web, started in parallel."""
+    web = cluster.get("replayed-web")
+    seeds = [str(s) for s in web.extra.get("seeds", [])]
+    if not seeds:
+        raise LaunchError("the replayed web reported no seed URLs")
+    calls: list[Callable[[], object]] = []
     for engine in cluster.of_kind("engine"):
         argv = robot_argv(
             config,
@@ -329,7 +395,10 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
             seeds=seeds,
             log_level=log_level,
         )
-        cluster.start(f"{ROBOT_PREFIX}{engine.name}", "robot", argv, timeout=timeout)
+        calls.append(
+            functools.partial(cluster.start, f"{ROBOT_PREFIX}{engine.name}", "robot", argv, timeout=timeout)
+        )
+    in_parallel(calls)
 
 
 def robot_argv(
