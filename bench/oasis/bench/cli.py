@@ -18,6 +18,9 @@ from oasis.runtime.commands import Command, add_command_table
 _ENGINE = "oasis.bench.engine_index"
 
 BENCHMARKS: dict[str, Command] = {
+    "cli-start": Command(
+        "oasis.bench.cli_start", "oasis search/--help/up/down wall time vs python -c 'import grpc'"
+    ),
     "crawl": Command("oasis.bench.crawl", "robot pages/s vs a plain requests loop and Scrapy on a local web"),
     "engine-index": Command(_ENGINE, "engine indexing docs/s over gRPC vs raw Whoosh on the same documents"),
     "engine-query": Command(
