@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from oasis.directory.analysis import analyse
 from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.topic import Topic
-from oasis.runtime.text import distinct_terms, tokenize
+from oasis.runtime.text import distinct_terms, make_analyzer, tokenize
 
 # Capitals, stop words, plurals and -ing forms, possessives, hyphens, digits, accents, CJK, punctuation runs
 TRICKY = (
@@ -39,3 +42,10 @@ def test_engine_index_terms_are_the_directory_routing_terms(tmp_path: Path) -> N
     assert len(routed) > 15
     assert indexed == set(routed) == set(tokenize(TRICKY))
     assert "launch" in routed and "crawl" in routed and "the" not in routed
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(TRICKY + "İIı.._ \n\t-'’0123456789")), max_size=200))
+def test_fused_tokenize_equals_the_whoosh_analyser_chain(text: str) -> None:
+    assert tokenize(text) == [t.text for t in make_analyzer()(text)]
+    assert tokenize(TRICKY * 3) == [t.text for t in make_analyzer()(TRICKY * 3)]
