@@ -4,11 +4,16 @@ tokens."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from whoosh.analysis import StemmingAnalyzer
 
 from oasis.directory.analysis import analyse
 from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.topic import Topic
-from oasis.runtime.text import distinct_terms, tokenize
+from oasis.runtime.text import distinct_terms, make_analyzer, tokenize
 
 # Capitals, stop words, plurals and -ing forms, possessives, hyphens, digits, accents, CJK, punctuation runs
 TRICKY = (
@@ -39,3 +44,68 @@ def test_engine_index_terms_are_the_directory_routing_terms(tmp_path: Path) -> N
     assert len(routed) > 15
     assert indexed == set(routed) == set(tokenize(TRICKY))
     assert "launch" in routed and "crawl" in routed and "the" not in routed
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list(TRICKY + "İIı.._ \n\t-'’0123456789")), max_size=200),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_fused_analyser_equals_the_whoosh_chain(
+    text: str, positions: bool, chars: bool, removestops: bool
+) -> None:
+    """The definition is Whoosh's StemmingAnalyzer(): same terms, positions, spans, stop flags."""
+    kw = {"positions": positions, "chars": chars, "removestops": removestops, "start_pos": 3, "start_char": 7}
+
+    def stream(analyzer: Any) -> list[tuple[Any, ...]]:
+        return [
+            (t.text, t.stopped, t.pos if positions else None, (t.startchar, t.endchar) if chars else None)
+            for t in analyzer(text, mode="index", **kw)
+        ]
+
+    assert stream(make_analyzer()) == stream(StemmingAnalyzer())
+    assert tokenize(text) == [t.text for t in StemmingAnalyzer()(text)]
+    assert [t.text for t in make_analyzer()(text, tokenize=False)] == [
+        t.text for t in StemmingAnalyzer()(text, tokenize=False)
+    ]
+
+
+def test_tokenize_equals_the_whoosh_chain_on_real_text() -> None:
+    assert tokenize(TRICKY * 3) == [t.text for t in StemmingAnalyzer()(TRICKY * 3)]
+
+
+def test_an_index_written_with_the_whoosh_chain_still_opens_searches_and_grows(tmp_path: Path) -> None:
+    """Indexes created before the fused analyser pickled Whoosh's StemmingAnalyzer in their schema."""
+    from whoosh import fields
+    from whoosh import index as windex
+
+    old = fields.Schema(
+        url=fields.ID(stored=True, unique=True),
+        title=fields.TEXT(stored=True, analyzer=StemmingAnalyzer(), field_boost=2.0),
+        text=fields.TEXT(stored=True, analyzer=StemmingAnalyzer()),
+        fetch_time=fields.STORED,
+        relevance=fields.STORED,
+    )
+    (tmp_path / "ix").mkdir()
+    ix = windex.create_in(str(tmp_path / "ix"), old)
+    with ix.writer() as w:
+        w.add_document(
+            url="http://a.test/old", title="Old", text="crawling rockets", fetch_time=0.0, relevance=0.5
+        )
+    ix.close()
+    index = TopicIndex.open(tmp_path / "ix", Topic(name="t", keywords=("rocket",)))
+    try:
+        op = make_upsert(
+            seq=1, url="http://a.test/new", title="New", text="the rockets crawled", fetch_time=0.0,
+            relevance=0.5, limits=IndexLimits(),
+        )  # fmt: skip
+        assert isinstance(op, Upsert)
+        index.apply([op])
+        assert {h.url for h in index.search("crawl rocket").hits} == {
+            "http://a.test/old",
+            "http://a.test/new",
+        }
+    finally:
+        index.close()

@@ -18,6 +18,9 @@ from oasis.runtime.commands import Command, add_command_table
 _ENGINE = "oasis.bench.engine_index"
 
 BENCHMARKS: dict[str, Command] = {
+    "cli-start": Command(
+        "oasis.bench.cli_start", "oasis search/--help/up/down wall time vs python -c 'import grpc'"
+    ),
     "crawl": Command("oasis.bench.crawl", "robot pages/s vs a plain requests loop and Scrapy on a local web"),
     "engine-index": Command(_ENGINE, "engine indexing docs/s over gRPC vs raw Whoosh on the same documents"),
     "engine-query": Command(
@@ -34,7 +37,7 @@ BENCHMARKS: dict[str, Command] = {
         "oasis.bench.parse", "parse_html pages/s: lxml vs bs4-lxml vs html.parser, on real pages"
     ),
     "query-latency": Command(
-        "oasis.bench.query_latency", "p50/p99 and q/s: direct Whoosh vs one engine vs broker"
+        "oasis.bench.query_latency", "p50/p99 and q/s: bare Whoosh vs direct vs one engine vs broker"
     ),
     "replay-scale": Command("oasis.bench.replay_scale", "replay time of synthetic webs of 1e5 and 1e6 pages"),
     "scheduler": Command(

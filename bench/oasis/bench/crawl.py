@@ -3,14 +3,18 @@
 
 Rows (each crawls breadth-first-ish from the corpus seed until ``--pages`` pages, robots.txt obeyed):
 
-* plain: one ``requests.Session``, sequential: fetch, parse with :func:`oasis.runtime.html.parse_html`,
+* requests: one ``requests.Session``, sequential: fetch, parse with :func:`oasis.runtime.html.parse_html`,
   queue new in-scope links (the baseline: what a ten-line crawler does);
 * robot-null: our robot with politeness off, scoring and indexing replaced by a no-op in-process engine
   (the runtime's own cost: fetchers, fetcher controller, processor, request controller);
 * robot: our robot with politeness off and a real engine (``python -m oasis.engine``) over gRPC: every page
   parsed, scored (Score RPC) and indexed in acknowledged batches;
 * scrapy: Scrapy (installed only into a separate venv under ``~/.cache/oasis-bench``, never a project
-  dependency) with the same concurrency, link extraction by its own selectors, no scoring or indexing.
+  dependency) with the same concurrency, link extraction by its own selectors, no scoring or indexing;
+* whoosh: raw Whoosh indexing of the pages the requests loop fetched (already parsed; Whoosh's own
+  ``StemmingAnalyzer`` schema, one writer, one commit, no fsync): the rate an index alone allows.
+
+``--json-out`` writes ``{"rows": [{"mode", "pages_per_s", ...}]}``.
 """
 
 from __future__ import annotations
@@ -94,7 +98,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=run)
 
 
-def _plain_loop(seed: str, host: str, pages: int) -> tuple[int, float]:
+def _plain_loop(
+    seed: str, host: str, pages: int, keep: list[tuple[str, str, str]] | None = None
+) -> tuple[int, float]:
     import requests
     from protego import Protego
 
@@ -114,11 +120,38 @@ def _plain_loop(seed: str, host: str, pages: int) -> tuple[int, float]:
         n += 1
         if resp.status_code != 200 or "html" not in resp.headers.get("Content-Type", ""):
             continue
-        for link in parse_html(resp.content, url).links:
+        page = parse_html(resp.content, url)
+        if keep is not None:
+            keep.append((url, page.title, page.text))
+        for link in page.links:
             if link.url not in seen and link.url.split("/")[2] == host:
                 seen.add(link.url)
                 queue.append(link.url)
     return n, time.perf_counter() - start
+
+
+def _raw_whoosh(pages: list[tuple[str, str, str]], directory: Path) -> tuple[int, float]:
+    """Index ``(url, title, text)`` pages with Whoosh alone: the engine's fields, Whoosh's analyser."""
+    from whoosh import index as windex
+    from whoosh.analysis import StemmingAnalyzer
+    from whoosh.fields import ID, STORED, TEXT, Schema
+
+    schema = Schema(
+        url=ID(stored=True, unique=True),
+        title=TEXT(stored=True, analyzer=StemmingAnalyzer(), field_boost=2.0),
+        text=TEXT(stored=True, analyzer=StemmingAnalyzer()),
+        fetch_time=STORED,
+        relevance=STORED,
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    ix = windex.create_in(str(directory), schema)
+    writer = ix.writer(limitmb=256, procs=1)
+    for url, title, text in pages:
+        writer.add_document(url=url, title=title, text=text, fetch_time=0.0, relevance=0.0)
+    writer.commit()
+    ix.close()
+    return len(pages), time.perf_counter() - start
 
 
 class _NullEngine:
@@ -229,14 +262,19 @@ def run(args: argparse.Namespace) -> int:
     print(f"loading {spec} ...", file=sys.stderr)
     corpus = load_corpus(spec)
     scrapy_python = None if args.no_scrapy else _ensure_scrapy()
-    rows: dict[str, list[dict[str, Any]]] = {"plain": [], "robot-null": [], "robot": [], "scrapy": []}
+    rows: dict[str, list[dict[str, Any]]] = {
+        "requests": [], "robot-null": [], "robot": [], "scrapy": [], "whoosh": []
+    }  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="oasis-bench-crawl-") as tmp, ReplayedWeb(corpus) as web:
         seed = web.seeds[0]
         host = seed.split("/")[2]
         for r in range(args.repeats):
             print(f"round {r + 1}/{args.repeats}", file=sys.stderr)
-            n, s = _plain_loop(seed, host, args.pages)
-            rows["plain"].append({"pages": n, "seconds": s})
+            fetched: list[tuple[str, str, str]] = []
+            n, s = _plain_loop(seed, host, args.pages, fetched)
+            rows["requests"].append({"pages": n, "seconds": s})
+            n, s = _raw_whoosh(fetched, Path(tmp) / f"whoosh{r}")
+            rows["whoosh"].append({"pages": n, "seconds": s})
             rows["robot-null"].append(_robot(seed, host, args.pages, args.concurrency, None))
             engine_dir = Path(tmp) / f"engine{r}"
             engine_dir.mkdir()
@@ -253,43 +291,51 @@ def run(args: argparse.Namespace) -> int:
         "concurrency": args.concurrency,
         "repeats": args.repeats,
         "cpus": os.cpu_count(),
-        "rows": {},
+        "rows": [],
     }
-    base = _median([x["pages"] / x["seconds"] for x in rows["plain"]])
+    base = _median([x["pages"] / x["seconds"] for x in rows["requests"]])
     print(
         f"\ncrawl benchmark: {spec}, {args.pages} pages, concurrency {args.concurrency}, "
         f"{args.repeats} round(s)"
     )
-    print(f"{'crawler':<12} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'vs plain':>9}  work per page")
+    print(f"{'mode':<12} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'/requests':>9}  work per page")
     work = {
-        "plain": "fetch + parse_html, sequential",
+        "requests": "fetch + parse_html, sequential",
         "robot-null": "fetch + parse_html + controllers (no engine)",
         "robot": "fetch + parse_html + Score RPC + acked Index RPC",
         "scrapy": "fetch + Scrapy link extraction",
+        "whoosh": "raw Whoosh indexing of the fetched pages (no fetch, no parse, no fsync)",
     }
+    by_mode: dict[str, dict[str, Any]] = {}
     for name, runs in rows.items():
         if not runs:
             continue
         rate = _median([x["pages"] / x["seconds"] for x in runs])
         entry = {
+            "mode": name,
             "pages_per_s": round(rate, 2),
-            "ratio_vs_plain": round(rate / base, 3),
+            "ratio_vs_requests": round(rate / base, 3),
             "runs": runs,
             "work": work[name],
         }
-        result["rows"][name] = entry
+        result["rows"].append(entry)
+        by_mode[name] = entry
         pages = int(_median([x["pages"] for x in runs]))
         secs = _median([x["seconds"] for x in runs])
         print(f"{name:<12} {pages:>6} {secs:>8.2f} {rate:>8.1f} {rate / base:>8.2f}x  {work[name]}")
-    if "scrapy" in result["rows"]:
+    if "scrapy" in by_mode:
         for name in ("robot", "robot-null"):
-            result["rows"][name]["ratio_vs_scrapy"] = round(
-                result["rows"][name]["pages_per_s"] / result["rows"]["scrapy"]["pages_per_s"], 3
+            by_mode[name]["ratio_vs_scrapy"] = round(
+                by_mode[name]["pages_per_s"] / by_mode["scrapy"]["pages_per_s"], 3
             )
         print(
-            f"robot / scrapy = {result['rows']['robot']['ratio_vs_scrapy']:.2f}x, "
-            f"robot-null / scrapy = {result['rows']['robot-null']['ratio_vs_scrapy']:.2f}x"
+            f"robot / scrapy = {by_mode['robot']['ratio_vs_scrapy']:.2f}x, "
+            f"robot-null / scrapy = {by_mode['robot-null']['ratio_vs_scrapy']:.2f}x"
         )
+    by_mode["robot"]["ratio_vs_whoosh"] = round(
+        by_mode["robot"]["pages_per_s"] / by_mode["whoosh"]["pages_per_s"], 3
+    )
+    print(f"robot / raw whoosh indexing = {by_mode['robot']['ratio_vs_whoosh']:.2f}x")
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(result, indent=1))
     if args.plot is not None:
@@ -303,10 +349,10 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = list(result["rows"])
-    rates = [result["rows"][n]["pages_per_s"] for n in names]
+    names = [row["mode"] for row in result["rows"]]
+    rates = [row["pages_per_s"] for row in result["rows"]]
     fig, ax = plt.subplots(figsize=(6, 3.2))
-    bars = ax.bar(names, rates, color=["#999999", "#6a9fd8", "#1f5fa8", "#d08c3c"][: len(names)])
+    bars = ax.bar(names, rates, color=["#999999", "#6a9fd8", "#1f5fa8", "#d08c3c", "#6aa84f"][: len(names)])
     for bar, rate in zip(bars, rates, strict=True):
         ax.annotate(f"{rate:.0f}", (bar.get_x() + bar.get_width() / 2, rate), ha="center", va="bottom")
     ax.set_ylabel("pages / s (median)")

@@ -1,11 +1,14 @@
-"""``oasis bench query-latency``: query latency p50/p99 and queries/s of three ways to search.
+"""``oasis bench query-latency``: query latency p50/p99 and queries/s of four ways to search.
 
-* ``direct``: the central Whoosh index (``TopicIndex``) searched in this process (the baseline);
+* ``bare``: Whoosh's own search of a copy of the central index in this process, top 10 with their stored
+  fields, no snippets (the baseline);
+* ``direct``: the same index through ``TopicIndex.search`` in this process (exact total, snippets);
 * ``engine``: the same central index served by one ``python -m oasis.engine`` over gRPC;
 * ``broker``: ``python -m oasis.broker`` over the three topic engines (route, fan-out, merge).
 
-Latency is measured one query at a time; throughput with ``--clients`` concurrent client threads. Results
-are also given as ratios to ``direct`` measured in the same run (absolute times drift on a shared machine).
+Latency is measured one query at a time, the modes interleaved (each query in every mode in turn);
+throughput with ``--clients`` concurrent client threads. Results are also given as ratios to ``bare``
+measured in the same run (absolute times drift on a shared machine).
 
 ``--metrics-overhead N``: also the cost of the Prometheus RPC interceptor (:mod:`oasis.runtime.metrics`):
 the central engine (metrics on, the default) against a second engine on a copy of its index started with
@@ -22,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
@@ -30,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+from whoosh import index as windex
+from whoosh import scoring
 
 from oasis.bench._cluster import enter_cluster, open_central_copy, start_engine
 from oasis.bench._stats import percentile
@@ -50,19 +55,28 @@ class Row:
     p50_ms: float
     p99_ms: float
     qps: float
-    p50_ratio: float = 1.0  # to direct
+    p50_ratio: float = 1.0  # to bare
     qps_ratio: float = 1.0
 
 
-def measure(mode: str, search: Search, queries: list[str], repeats: int, clients: int) -> Row:
-    for q in queries:  # warm caches and channels
-        search(q)
-    latencies: list[float] = []
-    for _ in tqdm(range(repeats), desc=f"{mode} latency", unit="pass", leave=False):
+def latencies(searches: Mapping[str, Search], queries: list[str], repeats: int) -> dict[str, list[float]]:
+    """Milliseconds per query of each mode, interleaved (each query runs in every mode in turn), so that
+    the load of a shared machine falls on all modes alike."""
+    for search in searches.values():  # warm caches and channels
         for q in queries:
-            start = time.perf_counter()
             search(q)
-            latencies.append((time.perf_counter() - start) * 1000.0)
+    out: dict[str, list[float]] = {mode: [] for mode in searches}
+    for _ in tqdm(range(repeats), desc="latency", unit="pass", leave=False):
+        for q in queries:
+            for mode, search in searches.items():
+                start = time.perf_counter()
+                search(q)
+                out[mode].append((time.perf_counter() - start) * 1000.0)
+    return out
+
+
+def throughput(search: Search, queries: list[str], repeats: int, clients: int) -> float:
+    """Queries per second with ``clients`` threads sharing the query list ``repeats`` times."""
     work = queries * repeats
     lock = threading.Lock()
     position = [0]
@@ -80,14 +94,7 @@ def measure(mode: str, search: Search, queries: list[str], repeats: int, clients
     with ThreadPoolExecutor(clients) as pool:
         for f in [pool.submit(worker) for _ in range(clients)]:
             f.result()
-    qps = len(work) / (time.perf_counter() - start)
-    return Row(
-        mode=mode,
-        queries=len(latencies),
-        p50_ms=statistics.median(latencies),
-        p99_ms=percentile(latencies, 99),
-        qps=qps,
-    )
+    return len(work) / (time.perf_counter() - start)
 
 
 def start_broker(directory: str, workdir: Path) -> ServiceProcess:
@@ -119,33 +126,47 @@ def run(args: argparse.Namespace) -> int:
                 except InvalidQuery:
                     continue
 
+            raw = windex.open_dir(str(workdir / "central-direct"))
+            searcher = raw.searcher(weighting=scoring.BM25F(B=0.75, K1=1.2))
+            broker_process = start_broker(cluster.directory.address, workdir)
+            partial = [0]
+            engine_channel = stack.enter_context(open_channel(cluster.central_engine.address))
+            broker_channel = stack.enter_context(open_channel(broker_process.address))
+            engine = engine_pb2_grpc.EngineStub(engine_channel)
+            broker = broker_pb2_grpc.BrokerStub(broker_channel)
+
+            def bare(q: str) -> int:
+                return len([hit["url"] for hit in searcher.search(index.parse_query(q), limit=10)])
+
             def direct(q: str) -> int:
                 return len(index.search(q, limit=10).hits)
 
-            rows.append(measure("direct", direct, queries, args.repeats, args.clients))
-            index.close()
+            def one_engine(q: str) -> int:
+                return len(engine.Search(engine_pb2.SearchRequest(query=q, limit=10), timeout=10).hits)
 
-            with open_channel(cluster.central_engine.address) as ch:
-                engine = engine_pb2_grpc.EngineStub(ch)
+            def brokered(q: str) -> int:
+                reply = broker.Search(
+                    broker_pb2.BrokerSearchRequest(query=q, k=10, deadline_ms=5000), timeout=10
+                )
+                partial[0] += reply.partial
+                return len(reply.hits)
 
-                def one_engine(q: str) -> int:
-                    return len(engine.Search(engine_pb2.SearchRequest(query=q, limit=10), timeout=10).hits)
-
-                rows.append(measure("engine", one_engine, queries, args.repeats, args.clients))
-
-            broker_process = start_broker(cluster.directory.address, workdir)
-            partial = [0]
-            with open_channel(broker_process.address) as ch:
-                broker = broker_pb2_grpc.BrokerStub(ch)
-
-                def brokered(q: str) -> int:
-                    reply = broker.Search(
-                        broker_pb2.BrokerSearchRequest(query=q, k=10, deadline_ms=5000), timeout=10
+            searches = {"bare": bare, "direct": direct, "engine": one_engine, "broker": brokered}
+            measured = latencies(searches, queries, args.repeats)
+            for mode, search in tqdm(searches.items(), desc="throughput", unit="mode", leave=False):
+                ms = measured[mode]
+                rows.append(
+                    Row(
+                        mode=mode,
+                        queries=len(ms),
+                        p50_ms=statistics.median(ms),
+                        p99_ms=percentile(ms, 99),
+                        qps=throughput(search, queries, args.repeats, args.clients),
                     )
-                    partial[0] += reply.partial
-                    return len(reply.hits)
-
-                rows.append(measure("broker", brokered, queries, args.repeats, args.clients))
+                )
+            searcher.close()
+            raw.close()
+            index.close()
             if partial[0]:
                 logger.warning("%d broker replies were partial", partial[0])
             if args.metrics_overhead:
@@ -160,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(queries)} queries x {args.repeats} passes; throughput with {args.clients} client threads")
     print(
         "{:>7} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10}".format(
-            "mode", "queries", "p50 ms", "p99 ms", "q/s", "p50/direct", "qps/direct"
+            "mode", "queries", "p50 ms", "p99 ms", "q/s", "p50/bare", "qps/bare"
         )
     )
     for r in rows:
@@ -168,6 +189,12 @@ def run(args: argparse.Namespace) -> int:
             f"{r.mode:>7} {r.queries:>8} {r.p50_ms:>8.2f} {r.p99_ms:>8.2f} {r.qps:>8.1f} "
             f"{r.p50_ratio:>10.2f} {r.qps_ratio:>10.2f}"
         )
+    by_mode = {r.mode: r for r in rows}
+    print(
+        f"p50 direct/bare {by_mode['direct'].p50_ms / base.p50_ms:.2f}x, "
+        f"engine/bare {by_mode['engine'].p50_ms / base.p50_ms:.2f}x, "
+        f"broker/engine {by_mode['broker'].p50_ms / by_mode['engine'].p50_ms:.2f}x"
+    )
     if args.metrics_overhead:
         print(
             f"metrics interceptor, {args.metrics_overhead} alternated rounds: p50 with/without "
@@ -203,10 +230,11 @@ def metrics_overhead(
 
         for i in range(args.metrics_overhead):
             order = [("on", on), ("off", off)] if i % 2 == 0 else [("off", off), ("on", on)]
-            got = {name: measure(f"engine-{name}", searcher(stub), queries, args.repeats, args.clients)
-                   for name, stub in order}  # fmt: skip
-            p50.append(got["on"].p50_ms / got["off"].p50_ms)
-            qps.append(got["on"].qps / got["off"].qps)
+            searches = {name: searcher(stub) for name, stub in order}
+            ms = latencies(searches, queries, args.repeats)  # interleaved query by query
+            rate = {name: throughput(f, queries, args.repeats, args.clients) for name, f in searches.items()}
+            p50.append(statistics.median(ms["on"]) / statistics.median(ms["off"]))
+            qps.append(rate["on"] / rate["off"])
     return {
         "p50_ratio": statistics.median(p50),
         "qps_ratio": statistics.median(qps),
@@ -216,7 +244,7 @@ def metrics_overhead(
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("query-latency", help="p50/p99 and q/s: direct Whoosh vs one engine vs broker")
+    p = sub.add_parser("query-latency", help="p50/p99 and q/s: bare Whoosh vs direct vs one engine vs broker")
     p.add_argument("--docs-per-topic", type=int, default=300)
     p.add_argument("--queries-per-topic", type=int, default=12)
     p.add_argument("--repeats", type=int, default=5, help="passes over the query set for latency")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import itertools
 import json
 import logging
@@ -23,8 +24,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,8 +81,17 @@ def _alive(pid: int) -> bool:
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return True
+        return not _zombie(pid)  # not ours (`oasis up --detach`): dead once exited, reaped or not
     return done == 0
+
+
+def _zombie(pid: int) -> bool:
+    """True when ``pid`` has exited and waits for its parent (or init) to reap it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
 
 
 def start_time(pid: int) -> int | None:
@@ -158,6 +170,7 @@ class Cluster:
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self.lock: StateDirLock | None = None  # held by `oasis up` while it starts (and runs) the cluster
         self.remote: dict[str, str] = {}  # a node of a multi-host cluster: node, directory, broker
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ state file
     @property
@@ -263,8 +276,9 @@ class Cluster:
         record = ServiceRecord(
             name, kind, address, proc.pid, str(log_path), list(argv), extra, start_time(proc.pid) or 0
         )
-        self.services = [s for s in self.services if s.name != name] + [record]
-        self.save()
+        with self._lock:  # services start in parallel threads (bring_up)
+            self.services = [s for s in self.services if s.name != name] + [record]
+            self.save()
         logger.info("%s %s up on %s (pid %d)", kind, name, address, proc.pid)
         return record
 
@@ -316,42 +330,59 @@ class Cluster:
 
     def stop_one(self, record: ServiceRecord, grace: float = 10.0) -> bool:
         """SIGTERM (drain), then SIGKILL after ``grace`` seconds. True if it had been running."""
-        proc = self._procs.get(record.name)
-        if not self.owns(record):
-            if _alive(record.pid):
-                logger.warning(
-                    "pid %d is no longer %s (another process has it): not signalled", record.pid, record.name
-                )
-            return False
-        try:
-            os.kill(record.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return False
+        return bool(self.stop_many([record], grace))
+
+    def stop_many(self, records: Sequence[ServiceRecord], grace: float = 10.0) -> list[str]:
+        """SIGTERM every one of ``records`` that is still the process that was started (each drains in
+        parallel), wait for them, SIGKILL those still alive after ``grace`` seconds; the names of those that
+        had been running."""
+        waiting: dict[str, ServiceRecord] = {}
+        for record in records:
+            if not self.owns(record):
+                if _alive(record.pid):
+                    logger.warning(
+                        "pid %d is no longer %s (another process has it): not signalled",
+                        record.pid,
+                        record.name,
+                    )
+                continue
+            try:
+                os.kill(record.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            waiting[record.name] = record
+        stopped = list(waiting)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
+        while waiting and time.monotonic() < deadline:
+            for name, record in list(waiting.items()):
+                proc = self._procs.get(name)
+                if (proc.poll() is not None) if proc is not None else not _alive(record.pid):
+                    del waiting[name]
+            if waiting:
+                time.sleep(0.02)
+        for name, record in waiting.items():
+            logger.warning("%s did not stop within %.0fs: killing", name, grace)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.pid, signal.SIGKILL)
+            proc = self._procs.get(name)
             if proc is not None:
-                if proc.poll() is not None:
-                    return True
-            elif not _alive(record.pid):
-                return True
-            time.sleep(0.05)
-        logger.warning("%s did not stop within %.0fs: killing", record.name, grace)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(record.pid, signal.SIGKILL)
-        if proc is not None:
-            proc.wait()
-        return True
+                proc.wait()
+        return stopped
 
     def down(self, grace: float = 10.0) -> list[str]:
-        """Stop every service, newest first (robots before engines before the directory), then any other
-        process still running for this state folder (one the state file no longer lists)."""
+        """Stop every service in three waves, each in parallel: robots (they flush their last batch to the
+        engines), then everything but the directory, then the directory (engines deregister from it); then
+        any other process still running for this state folder (one the state file no longer lists)."""
         stopped = []
-        for record in reversed(self.services):
-            if self.stop_one(record, grace):
-                stopped.append(record.name)
-        for record in reversed(Cluster.recover(self.state_dir).services):
-            if self.stop_one(record, grace):
-                stopped.append(record.name)
+        for records in (self.services, Cluster.recover(self.state_dir).services):
+            newest_first = list(reversed(records))
+            waves = [
+                [r for r in newest_first if r.kind == "robot"],
+                [r for r in newest_first if r.kind not in ("robot", "directory")],
+                [r for r in newest_first if r.kind == "directory"],
+            ]
+            for wave in waves:
+                stopped += self.stop_many(wave, grace)
         self.state_path.unlink(missing_ok=True)
         if self.lock is not None:
             self.lock.release()
@@ -378,24 +409,49 @@ def bring_up(
     lvl = ["--log-level", log_level, "--log-format", config.log_format]
     try:
         directory = cluster.start("directory", "directory", directory_argv(config, lvl), timeout=timeout)
+        wave: list[Callable[[], object]] = []
         for topic in config.topics:
             argv = engine_argv(config, topic.name, cluster.state_dir, directory.address, lvl)
-            cluster.start(topic.name, "engine", argv, timeout=timeout)
-        cluster.start("broker", "broker", broker_argv(config, directory.address, lvl), timeout=timeout)
-        cluster.start(
-            "gateway",
-            "gateway",
-            gateway_argv(cluster.get("broker").address, directory.address, cluster.state_dir, lvl),
-            port=config.gateway_port,
-            timeout=timeout,
-            grpc_health=False,  # HTTP: it serves once it has written its address file
-        )
-        if robots and config.web_corpus:
-            start_web_and_robots(cluster, config, timeout=timeout, log_level=log_level)
+            wave.append(functools.partial(cluster.start, topic.name, "engine", argv, timeout=timeout))
+        argv = broker_argv(config, directory.address, lvl)
+        wave.append(functools.partial(cluster.start, "broker", "broker", argv, timeout=timeout))
+        with_web = robots and config.web_corpus is not None
+        if with_web:
+            wave.append(functools.partial(start_web, cluster, config, timeout=timeout, log_level=log_level))
+        in_parallel(wave)  # engines, broker and the web start together (they need only the directory)
+        wave = [
+            functools.partial(
+                cluster.start,
+                "gateway",
+                "gateway",
+                gateway_argv(cluster.get("broker").address, directory.address, cluster.state_dir, lvl),
+                port=config.gateway_port,
+                timeout=timeout,
+                grpc_health=False,  # HTTP: it serves once it has written its address file
+            )
+        ]
+        if with_web:
+            robots_up = functools.partial(start_robots, cluster, config, timeout=timeout, log_level=log_level)
+            wave.append(robots_up)
+        in_parallel(wave)  # the gateway (needs the broker) and the robots (need the engines and the web)
     except BaseException:
         cluster.down(grace=5.0)
         raise
+    planned = ["directory", *(t.name for t in config.topics), "broker", "replayed-web", "gateway"]
+    planned += [f"{ROBOT_PREFIX}{t.name}" for t in config.topics]
+    cluster.services.sort(key=lambda r: planned.index(r.name) if r.name in planned else len(planned))
+    cluster.save()
     return cluster
+
+
+def in_parallel(calls: Sequence[Callable[[], object]]) -> None:
+    """Run ``calls`` in threads, wait for all of them, then raise the first failure (if any)."""
+    if not calls:
+        return
+    with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="launch") as pool:
+        futures = [pool.submit(call) for call in calls]
+    for future in futures:
+        future.result()
 
 
 def _new_cluster(state_dir: Path) -> Cluster:
@@ -529,8 +585,8 @@ def bring_up_node(
             start_web(cluster, config, timeout=timeout, log_level=log_level)
         if "gateway" in node.services:
             port = node.ports.get("gateway", 0)
-            argv = ["-m", "oasis.gateway", "--broker", config.broker, *addr, "--port", str(port), *lvl]
-            cluster.start("gateway", "gateway", argv, timeout=timeout, grpc_health=False)
+            argv = gateway_argv(config.broker, config.directory, cluster.state_dir, [*addr, *lvl])
+            cluster.start("gateway", "gateway", argv, port=port, timeout=timeout, grpc_health=False)
     except BaseException:
         cluster.down(grace=5.0)
         raise
@@ -555,13 +611,17 @@ def start_web(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_le
     if isinstance(hosts, dict) and hosts and not web.address:
         first = str(next(iter(hosts.values())))
         web.address = first
-        cluster.save()
+        with cluster._lock:
+            cluster.save()
     return seeds
 
 
-def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
-    """The replayed web (``python -m oasis.web``) and one robot per topic engine, seeded from the web."""
-    seeds = start_web(cluster, config, timeout=timeout, log_level=log_level)
+def start_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
+    """One robot per topic engine, seeded from the replayed web (already started), started in parallel."""
+    seeds = [str(s) for s in cluster.get("replayed-web").extra.get("seeds", [])]
+    if not seeds:
+        raise LaunchError("the replayed web reported no seed URLs")
+    calls: list[Callable[[], object]] = []
     for engine in cluster.of_kind("engine"):
         argv = robot_argv(
             config,
@@ -571,7 +631,10 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
             seeds=seeds,
             log_level=log_level,
         )
-        cluster.start(f"{ROBOT_PREFIX}{engine.name}", "robot", argv, timeout=timeout)
+        calls.append(
+            functools.partial(cluster.start, f"{ROBOT_PREFIX}{engine.name}", "robot", argv, timeout=timeout)
+        )
+    in_parallel(calls)
 
 
 def robot_argv(

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import html
 import logging
 import math
 import os
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from whoosh import collectors, highlight, scoring
+from whoosh import collectors, scoring
 from whoosh import query as wquery
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
@@ -44,6 +43,7 @@ from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
 from oasis.engine import integrity
 from oasis.engine import query as qlang
 from oasis.engine.relevance import RelevanceModel, idf, idf_table
+from oasis.engine.snippets import Snippeter, candidate_prefixes
 from oasis.engine.topic import Topic
 from oasis.runtime.bloom import BloomFilter
 from oasis.runtime.text import make_analyzer
@@ -336,18 +336,6 @@ def make_schema() -> Schema:
     )
 
 
-class _BoldFormatter(highlight.Formatter):
-    """Snippet fragments as escaped HTML with each matched term in ``<b>...</b>``."""
-
-    between = " ... "
-
-    def _text(self, text: str) -> str:
-        return html.escape(text, quote=False)
-
-    def format_token(self, text: str, token: Any, replace: bool = False) -> str:
-        return f"<b>{html.escape(highlight.get_text(text, token, replace), quote=False)}</b>"
-
-
 def _leaf_term_stats(leaf: Any) -> tuple[dict[str, int], dict[str, int]]:
     """(df, cf) of one segment's title and text terms: df the larger of the two fields, cf their sum."""
     df: dict[str, int] = {}
@@ -388,6 +376,24 @@ class _DeadlineCollector(collectors.WrappingCollector):
             raise SearchTimeout("search stopped at its deadline")
 
 
+def _use_union_trees(q: wquery.Query) -> None:
+    """Make every ``Or`` in ``q`` use a tree of union matchers. Whoosh picks an array matcher for indexes
+    under 5,000 documents, which fills and clears a 2,048-slot array in Python per segment per query: 58 %
+    of the matching time of a 300-page index (profiled; same hits, measured in tests)."""
+    if isinstance(q, wquery.Or):
+        q.matcher_type = wquery.Or.DEFAULT_MATCHER
+    if not q.is_leaf():
+        for child in q.children():
+            _use_union_trees(child)
+
+
+def _top_collector(limit: int) -> Any:
+    """The top ``limit`` hits and the exact number of matches in one pass: without block-quality skipping
+    (with it, ``len(results)`` runs the query a second time) and without matcher replacement (which drops
+    sub-matchers below the heap's minimum score, and with them matches from the count)."""
+    return collectors.TopCollector(limit=limit, usequality=False, replace=0)
+
+
 # --- the index -----------------------------------------------------------------------------------------
 
 
@@ -417,8 +423,7 @@ class TopicIndex:
         self._stats_max_age = stats_max_age
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
         self._parser = qlang.make_parser(ix.schema, ["title", "text"])
-        self._fragmenter = highlight.ContextFragmenter(maxchars=snippet_chars, surround=60)
-        self._formatter = _BoldFormatter()
+        self._snippeter = Snippeter(maxchars=snippet_chars, surround=60, top=2)
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
         self._closing = threading.Event()  # set by close(): running searches stop
@@ -598,15 +603,18 @@ class TopicIndex:
         seconds = min(timeout if timeout is not None else math.inf, self.limits.max_search_seconds)
         with self._leased() as searcher:
             results = self._search_until(searcher, q, offset + limit, time.monotonic() + seconds)
-            results.fragmenter = self._fragmenter
-            results.formatter = self._formatter
             total = len(results)
             max_score = float(results.top_n[0][0]) if results.top_n else 0.0
+            terms = frozenset(
+                t.decode("utf-8") if isinstance(t, bytes) else str(t)
+                for _f, t in results.query_terms(expand=True, fieldname="text")
+            )
+            prefixes = candidate_prefixes(terms)
             hits = []
             for hit in results[offset : offset + limit]:
                 stored = hit.fields()
                 text = stored.get("text", "")
-                snippet = hit.highlights("text", text=text, top=2) or html.escape(text[:240], quote=False)
+                snippet = self._snippeter.snippet(text, terms, prefixes)
                 hits.append(
                     Hit(
                         url=stored["url"],
@@ -667,7 +675,8 @@ class TopicIndex:
             q = qlang.bounded(q, searcher.reader())
         except qlang.QueryRefused as exc:
             raise InvalidQuery(str(exc)) from exc
-        collector = _DeadlineCollector(searcher.collector(limit=limit), deadline, self._closing)
+        _use_union_trees(q)
+        collector = _DeadlineCollector(_top_collector(limit), deadline, self._closing)
         searcher.search_with_collector(q, collector)
         return collector.results()
 
