@@ -3,9 +3,13 @@
 With ``--json`` stdout carries exactly one JSON object::
 
     {"pages": int, "reachable": int, "upper_P": float,
-     "policies": {NAME: {"P_ratio": [float per traversal], ...}}, ...}
+     "strongest_baseline": {"policy": NAME, "P": float},
+     "policies": {NAME: {"P": [raw P per traversal], "P_ratio": [float per traversal], ...}}, ...}
 
-(P_ratio = P / P_upper; non-learning policies have one entry). The progress bar and logs go to stderr.
+(P_ratio = P / P_upper; non-learning policies have one entry; learning policies add "P_vs_strongest", their
+raw P over the strongest practical baseline's -- the best of random, bfs, greedy-parent, greedy-anchor run --
+and "memorising", true for states keyed on a URL: parent, url, hybrid). The progress bar and logs go to
+stderr.
 ``--out DIR`` writes results.json (with the fetch orders and R/F/M curves) and PNG plots. The module's top
 imports only the standard library; the harness is imported when the command runs.
 """
@@ -49,9 +53,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument(
         "--policies",
-        default="upper,random,bfs,greedy-oracle,greedy-parent,whittle:parent,whittle:hybrid",
-        help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-lookahead, "
-        "whittle, whittle:STATE",
+        default="upper,random,bfs,greedy-oracle,greedy-parent,greedy-anchor,whittle:parent,whittle:hybrid",
+        help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-anchor, "
+        "greedy-lookahead, whittle, whittle:STATE",
     )
     p.add_argument("--traversals", type=int, default=10, help="traversals of the graph for learning policies")
     p.add_argument("--budget", type=int, default=None, help="fetches per run (default: all reachable pages)")
@@ -222,5 +226,11 @@ def format_table(results: dict[str, Any]) -> str:
             extra = " ".join(f"{r:.3f}" for r in ratios)
         elif "P_ratio_std" in e:
             extra = f"± {e['P_ratio_std']:.3f} over {e['runs']} runs (min {e['P_ratio_min']:.3f})"
+        if "P_vs_strongest" in e:
+            extra += "  vs strongest: " + " ".join(f"{r:.3f}" for r in e["P_vs_strongest"])
+            extra += " (memorising)" if e.get("memorising") else " (generalising)"
         lines.append(f"{name:<22} {ratios[-1]:>10.4f}  {extra}")
+    best = results.get("strongest_baseline")
+    if best:
+        lines.append(f"strongest practical baseline: {best['policy']} (P {best['P']:.2f})")
     return "\n".join(lines)

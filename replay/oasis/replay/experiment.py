@@ -34,8 +34,12 @@ from oasis.web.model import Corpus
 
 logger = logging.getLogger(__name__)
 
-BASELINES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "greedy-lookahead")
-DEFAULT_POLICIES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "whittle")
+BASELINES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "greedy-anchor", "greedy-lookahead")
+# non-learning baselines that see only what the robot sees (no oracle): the ones a learner is judged against
+PRACTICAL = ("random", "bfs", "greedy-parent", "greedy-anchor")
+# states keyed on a URL (the document's own, or its parent's): they memorise one graph rather than generalise
+MEMORISING_STATES = ("parent", "url", "hybrid")
+DEFAULT_POLICIES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "greedy-anchor", "whittle")
 Progress = Callable[[int], None]
 
 
@@ -351,9 +355,12 @@ class Experiment:
             else:
                 entry = _summary(self._run(policy), p_upper, cfg)
                 entry["P_ratio"] = [entry["P_ratio"]]
+            if not isinstance(entry["P"], list):
+                entry["P"] = [entry["P"]]  # raw P per traversal beside P_ratio (issue 10)
             entry["seconds"] = round(time.perf_counter() - t1, 3)
             policies[policy] = entry
         out["seconds"] = round(time.perf_counter() - t0, 3)
+        compare_with_strongest(out)
         return out
 
     def state_of(self, policy: str) -> str:
@@ -367,20 +374,44 @@ class Experiment:
             q = QTable(base.q_init)
             self.q_tables[policy] = q
         ratios: list[float] = []
+        raw: list[float] = []
         first: ReplayResult | None = None
         last: ReplayResult | None = None
         for k in range(cfg.traversals):
             ctl_cfg = replace(base, epsilon=base.epsilon * cfg.epsilon_decay**k)
             result = self._run("whittle", config=ctl_cfg, q=q)
             ratios.append(result.P / p_upper if p_upper > 0 else 0.0)
+            raw.append(result.P)
             first = first or result
             last = result
             logger.info("%s traversal %d: P/P_upper = %.4f", policy, k + 1, ratios[-1])
         assert first is not None and last is not None
         entry = _summary(last, p_upper, cfg)
         entry["P_ratio"] = ratios
+        entry["P"] = raw
         entry["first_order"] = [round(r, 5) for r in first.fetched_relevance[: cfg.order_points]]
         entry["state"] = base.state
+        entry["memorising"] = base.state in MEMORISING_STATES
         entry["q_states"] = len(q)
         entry["learn"] = base.learn
         return entry
+
+
+def compare_with_strongest(results: dict[str, Any]) -> None:
+    """Name the strongest practical (non-oracle, non-learning) baseline of a run by its raw P (last entry)
+    and give every learning policy ``P_vs_strongest``: its raw P per traversal over that baseline's P."""
+    policies: dict[str, Any] = results["policies"]
+    ran = [p for p in PRACTICAL if p in policies]
+    if not ran:
+        return
+    best = max(ran, key=lambda p: _raw_p(policies[p])[-1])
+    p_best = _raw_p(policies[best])[-1]
+    results["strongest_baseline"] = {"policy": best, "P": p_best}
+    for name, entry in policies.items():
+        if is_learning(name) and p_best > 0:
+            entry["P_vs_strongest"] = [p / p_best for p in _raw_p(entry)]
+
+
+def _raw_p(entry: dict[str, Any]) -> list[float]:
+    p = entry["P"]
+    return [float(x) for x in p] if isinstance(p, list) else [float(p)]
