@@ -44,7 +44,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="folder of HTML files, WARC, GraphML/edge list, debian:NAME or synthetic:KEY=VALUE,...",
     )
     p.add_argument(
-        "--seed-url", action="append", default=None, help="seed page (repeatable; default: the corpus's)"
+        "--seed-url",
+        action="append",
+        default=None,
+        help="seed page: a URL or a page path relative to the corpus root, e.g. index.html (repeatable; "
+        "default: the corpus's)",
     )
     p.add_argument(
         "--topic",
@@ -91,10 +95,19 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--create-rate", type=float, default=0.0, help="rate at which absent pages appear")
     p.add_argument(
         "--recrawl",
-        default="none",
-        choices=("none", "whittle"),
-        help="re-crawl retrieved pages: never, or by the ephemeral-content Whittle index with online "
-        "change-rate estimates (oasis.robot.scheduling.recrawl, papers/002)",
+        default="auto",
+        choices=("auto", "none", "whittle", "uniform", "adaptive"),
+        help="re-crawl of plain policy names (a name FRINGE+RECRAWL picks its own): never, the "
+        "ephemeral-content Whittle index with online change-rate estimates (papers/002), a uniform "
+        "interval, or Nutch's "
+        "AdaptiveFetchSchedule; auto (default): whittle on a changing web, none on a static one",
+    )
+    p.add_argument(
+        "--uniform-interval",
+        type=float,
+        default=None,
+        help="uniform re-crawl interval and adaptive's initial interval, in steps (default: reachable pages "
+        "/ m)",
     )
     p.add_argument(
         "--recrawl-initial-rate",
@@ -152,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
             controller=controller,
             epsilon_decay=args.epsilon_decay,
             changes=None if changes.static else changes,
+            recrawl=args.recrawl,
+            uniform_interval=args.uniform_interval,
         )
         q_tables = {learners[0]: QTable.load(args.load_q)} if args.load_q else None
     except (ValueError, OSError) as exc:
@@ -161,11 +176,10 @@ def run(args: argparse.Namespace) -> int:
         prepared = prepare(corpus, args.topic, seed_urls=args.seed_url, anchors=not args.no_anchors)
     except (ValueError, OSError) as exc:
         return _fail(f"cannot load corpus {args.corpus!r}: {exc}")
-    recrawl: functools.partial[WhittleRecrawl] | None = None
-    if args.recrawl == "whittle":
-        from oasis.robot.scheduling.recrawl import WhittleRecrawl
+    from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
-        recrawl = functools.partial(WhittleRecrawl)
+    recrawl = functools.partial(WhittleRecrawl)
+    if args.recrawl_initial_rate is not None:
         if args.recrawl_initial_rate == "elapsed":
             recrawl = functools.partial(WhittleRecrawl, prior_rate=None)
         elif args.recrawl_initial_rate is not None:
