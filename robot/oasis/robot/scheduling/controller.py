@@ -592,10 +592,15 @@ class WhittleController(_Controller):
         return self.learning.index(state) if state is not None else 0.0
 
     def _fringe_value(self) -> float:
-        # the learned index of the best group; before the Q-table knows anything, the mean first-retrieval
-        # reward so far (the expected immediate reward of a fringe fetch) is the floor
+        """The best fringe arm's value in the re-crawl index's unit, relevance gained per fetch (one queue in
+        one unit, docs/replay.md "One queue in one unit"): v(x) = Q(x,1) - Q(x,0) = (1 - gamma) Q(x,1) for a
+        fringe state (its passive control keeps it and earns 0), so v(x) / (1 - gamma) = Q(x,1), the expected
+        relevance of the fetch plus gamma times what the children it discovers are worth (Eqs. 9-11). With the
+        parent prior an unseen state reads its parent's relevance, as greedy-parent's key. Floored by the
+        running mean of recent first-retrieval rewards (issue 16)."""
         top = self.queue.peek_key()
-        return max(top if top is not None else 0.0, super()._fringe_value())
+        value = top / (1.0 - self.config.gamma) if top is not None else 0.0
+        return max(value, super()._fringe_value())
 
     def _add_to_group(self, doc: int, state: str) -> None:
         groups = self.groups
