@@ -8,14 +8,15 @@ Theorem 1, at most r P(changed)) is larger.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
 import pytest
 
-from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, make_controller
+from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, RecrawlArm, make_controller
 from oasis.robot.scheduling.controller import WhittleController
-from oasis.robot.scheduling.recrawl import recrawl_index
+from oasis.robot.scheduling.recrawl import WhittleRecrawl, freshness_index, recrawl_index
 
 
 def fixed_index(value: float):  # type: ignore[no-untyped-def]
@@ -72,3 +73,47 @@ def test_recrawl_index_is_at_most_relevance_times_change_probability() -> None:
     for age in (1.0, 5.0, 20.0, 100.0):
         assert 0.0 <= recrawl_index(r, lam, age) <= r * -math.expm1(-lam * age) + 1e-12
     assert recrawl_index(r, lam, 1e5) == pytest.approx(r, rel=1e-6)
+
+
+def test_freshness_index_hand_worked() -> None:
+    # r = 1, lam = 0.1, a = 10: x = 1, W = (1 - e^-1 - e^-1) / 0.1 = (1 - 2/e) / 0.1
+    assert freshness_index(1.0, 0.1, 10.0) == pytest.approx((1 - 2 / math.e) / 0.1)
+    assert freshness_index(0.5, 0.01, 1e5) == pytest.approx(50.0)  # surely stale: r / lam
+    assert freshness_index(0.5, 0.0, 10.0) == 0.0 and freshness_index(0.5, 0.1, 0.0) == 0.0
+    # small lam a: r lam a^2 / 2, continuous across the series switch at x = 1e-4
+    lo, hi = freshness_index(1.0, 1e-5, 9.999), freshness_index(1.0, 1e-5, 10.001)
+    assert lo == pytest.approx(1e-5 * 9.999**2 / 2, rel=1e-3) and hi == pytest.approx(
+        1e-5 * 10.001**2 / 2, rel=1e-3
+    )
+    # increasing in age
+    ws = [freshness_index(0.7, 0.05, a) for a in range(0, 200, 5)]
+    assert all(b > a for a, b in itertools.pairwise(ws))
+
+
+@pytest.mark.parametrize(("lam", "tau"), [(0.05, 10.0), (0.2, 3.0), (0.01, 40.0)])
+def test_freshness_index_is_the_indifference_subsidy(lam: float, tau: float) -> None:
+    """With subsidy W = W(tau), the average reward g(t) = (r (1 - e^{-lam t}) / lam + W (t - 1)) / t of
+    "re-crawl at age t" is largest at t = tau (checked on a fine grid)."""
+    r = 0.8
+    w = freshness_index(r, lam, tau)
+
+    def g(t: float) -> float:
+        return (r * -math.expm1(-lam * t) / lam + w * (t - 1.0)) / t
+
+    grid = [tau * k / 400 for k in range(40, 1600)]
+    best = max(grid, key=g)
+    assert best == pytest.approx(tau, rel=0.01)
+
+
+def test_whittle_hook_is_in_relevance_per_fetch() -> None:
+    """The hook returns W(a) x lam_pool: a page with the pooled rate gives r [(1 - e^{-x}) - x e^{-x}] <= r
+    P(stale); before any observation lam_pool = lam0 = 0.1."""
+    hook = WhittleRecrawl()
+    arm = RecrawlArm(url="http://h/a", relevance=0.6, last_fetch=0.0, first_fetch=0.0, fetches=1, changes=0)
+    x = 0.1 * 7.0
+    assert hook(arm, 7.0) == pytest.approx(0.6 * (-math.expm1(-x) - x * math.exp(-x)))
+    assert hook(arm, 7.0) <= 0.6 * -math.expm1(-x)
+    eph = WhittleRecrawl(index="ephemeral")
+    assert eph(arm, 7.0) == pytest.approx(recrawl_index(0.6, 0.1, 7.0))
+    with pytest.raises(ValueError):
+        WhittleRecrawl(index="nope")

@@ -14,7 +14,13 @@ from numpy.typing import NDArray
 
 from oasis.robot.scheduling.recrawl import AdaptiveFetchSchedule, ScheduleRecrawl, UniformSchedule
 
-__all__ = ["AdaptiveFetchSchedule", "ScheduleRecrawl", "UniformSchedule", "recrawl_index_array"]
+__all__ = [
+    "AdaptiveFetchSchedule",
+    "ScheduleRecrawl",
+    "UniformSchedule",
+    "freshness_index_array",
+    "recrawl_index_array",
+]
 
 _ETA_TOL = 1e-9  # ages that are whole periods up to rounding count as whole periods
 
@@ -49,3 +55,18 @@ def recrawl_index_array(
     # papers/002 Theorem 1 specialised to x = r (1 - e^{-lam a})
     g = r * (-np.expm1(-lam * period * eta) - eta * one_minus_alpha * np.exp(-lam * a))
     return np.where((lam > 0) & (a > 0), np.maximum(g, 0.0), 0.0) / cost
+
+
+def freshness_index_array(
+    relevance: NDArray[np.float64], change_rate: NDArray[np.float64], age: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Vectorised :func:`oasis.robot.scheduling.recrawl.freshness_index`:
+    W(a) = r [(1 - e^{-lam a}) / lam - a e^{-lam a}] (r lam a^2 / 2 for small lam a)."""
+    r = np.asarray(relevance, dtype=np.float64)
+    lam = np.asarray(change_rate, dtype=np.float64)
+    a = np.asarray(age, dtype=np.float64)
+    x = lam * a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        full = (-np.expm1(-x) - x * np.exp(-x)) / lam
+    small = a * (x / 2.0 - x * x / 3.0)
+    return r * np.where(x < 1e-4, small, full)

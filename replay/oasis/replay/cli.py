@@ -74,8 +74,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--prior",
         default="parent",
-        choices=("zero", "parent"),
-        help="initial Q of unseen states: zero (the paper) or the discovering parent's relevance",
+        choices=("zero", "parent", "anchor"),
+        help="initial Q of unseen states: zero (the paper), the discovering parent's relevance, or parent + "
+        "anchor-text relevance",
     )
     p.add_argument(
         "--rediscovery",

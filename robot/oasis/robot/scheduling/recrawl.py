@@ -375,6 +375,35 @@ def recrawl_index(
     return whittle_index(x, alpha, u, cost)
 
 
+def freshness_index(relevance: float, change_rate: float, age: float) -> float:
+    """Whittle index of a re-crawl arm for time-averaged freshness (the objective P = integral of min(R, F)
+    of papers/004, where a copy counts while it is fresh), derived in docs/replay.md "One queue in one unit".
+
+    A document of relevance r changes as a Poisson process of rate lam; it earns r per unit time while its
+    copy is fresh (P(fresh at age a) = e^{-lam a}) and a passive arm earns a subsidy W per unit time (a
+    crawl forgoes one unit). The threshold policy "re-crawl at age tau" earns on average
+    g(tau) = (r (1 - e^{-lam tau}) / lam + W (tau - 1)) / tau; g'(tau) = 0 gives the subsidy at which
+    re-crawling at age tau is optimal, W(tau) = r [(1 - e^{-lam tau}) / lam - tau e^{-lam tau}]: the fresh
+    time a re-crawl now buys, (1 - e^{-lam a}) / lam, minus what waiting still earns. It increases in the
+    age from 0 (just fetched) to r / lam (a copy surely stale is worth its expected fresh time after a
+    refresh): a document that changes faster than it can be kept fresh is worth less, unlike papers/002's
+    ephemeral index (which tends to r whatever the rate). Unit: relevance x time (fresh time gained per
+    fetch); for lam a -> 0 it is r lam a^2 / 2.
+    """
+    if not (relevance >= 0 and math.isfinite(relevance)):
+        raise ValueError(f"relevance must be finite and >= 0, got {relevance}")
+    if not (change_rate >= 0 and math.isfinite(change_rate)):
+        raise ValueError(f"change_rate must be finite and >= 0, got {change_rate}")
+    if not age >= 0:
+        raise ValueError(f"age must be >= 0, got {age}")
+    x = change_rate * age
+    if relevance == 0.0 or x == 0.0:
+        return 0.0
+    if x < 1e-4:  # series of (1 - e^-x) - x e^-x = x^2/2 - x^3/3 + ... (no cancellation)
+        return relevance * age * (x / 2.0 - x * x / 3.0)
+    return relevance * (-math.expm1(-x) - x * math.exp(-x)) / change_rate
+
+
 # ---------------------------------------------------------------------------------------------------------
 # (d) Re-crawl hooks for the request controller: ``hook(arm, now) -> float`` in the fringe's unit (relevance)
 # ---------------------------------------------------------------------------------------------------------
@@ -435,7 +464,13 @@ class PerDocumentTracker:
 
 
 class WhittleRecrawl(PerDocumentTracker):
-    """``recrawl_index`` hook: per-document change-rate estimate + the ephemeral Whittle index.
+    """``recrawl_index`` hook: per-document change-rate estimate + a Whittle index.
+
+    ``index="freshness"`` (default): :func:`freshness_index` (the index of time-averaged freshness, the
+    objective P = integral of min(R, F)) times the pooled prior rate, i.e. in relevance gained per fetch: a
+    new page of relevance r found now stays fresh 1 / lam_prior on average, so it is worth r x 1 / lam_prior
+    in the index's unit, and dividing both by 1 / lam_prior puts re-crawl arms in the fringe's unit.
+    ``index="ephemeral"``: papers/002 Theorem 1 (:func:`recrawl_index`), the index before issue 10.
 
     Each call compares the arm's fetch/change counters with the ones it saw last time; a new fetch adds one
     observation (interval since the previous fetch, changed or not) to that document's
@@ -455,11 +490,15 @@ class WhittleRecrawl(PerDocumentTracker):
         prior_rate: float | None = 0.1,
         window: int = 256,
         pooled: bool = True,
+        index: str = "freshness",
     ) -> None:
         if not period > 0:
             raise ValueError("period must be > 0")
+        if index not in ("freshness", "ephemeral"):
+            raise ValueError(f"index must be 'freshness' or 'ephemeral', got {index!r}")
         super().__init__()
         self.period = period
+        self.index = index
         if prior_rate is None and not pooled:
             raise ValueError("a scale-free prior (prior_rate=None) needs pooled=True")
         self.prior_rate = prior_rate
@@ -489,7 +528,14 @@ class WhittleRecrawl(PerDocumentTracker):
         if self.pool is not None:
             self.pool.clock(arm.last_fetch, now)
         rate = self.rate(arm)
-        return recrawl_index(arm.relevance, rate, max(0.0, now - arm.last_fetch), period=self.period)
+        age = max(0.0, now - arm.last_fetch)
+        if self.index == "ephemeral":
+            return recrawl_index(arm.relevance, rate, age, period=self.period)
+        # the freshness index (relevance x fresh time gained) over the fresh time a new page buys, 1 /
+        # lam_prior (the rate a page not yet observed is expected to have): relevance per fetch, the unit of
+        # the fringe value (docs/replay.md "One queue in one unit")
+        prior = self.pool.rate() if self.pool is not None else (self.prior_rate or 1.0)
+        return freshness_index(arm.relevance, rate, age) * prior
 
 
 # ---------------------------------------------------------------------------------------------------------
