@@ -30,7 +30,7 @@ _BULKY = ("order", "first_order", "R", "F", "M")
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    from oasis.robot.scheduling import STATE_NAMES
+    from oasis.robot.scheduling import SHIPPED, STATE_NAMES
 
     p = sub.add_parser(
         "replay",
@@ -66,14 +66,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--m", type=int, default=1, help="documents fetched per time step")
     p.add_argument("--random-runs", type=int, default=10, help="runs averaged for the random baseline")
     p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("--state", default="generalising", choices=STATE_NAMES, help="local state for 'whittle'")
-    p.add_argument("--alpha", type=float, default=0.5, help="Eq. 10 step size")
-    p.add_argument("--gamma", type=float, default=0.5, help="Eq. 10 discount")
+    p.add_argument(
+        "--state", default=SHIPPED.state, choices=STATE_NAMES, help="local state for 'whittle' (as shipped)"
+    )
+    p.add_argument("--alpha", type=float, default=SHIPPED.alpha, help="Eq. 10 step size (as shipped)")
+    p.add_argument("--gamma", type=float, default=SHIPPED.gamma, help="Eq. 10 discount")
     p.add_argument("--epsilon", type=float, default=0.0, help="exploration on the first traversal")
     p.add_argument("--epsilon-decay", type=float, default=0.5, help="epsilon factor per traversal")
     p.add_argument(
         "--prior",
-        default="parent",
+        default=SHIPPED.prior,
         choices=("zero", "parent", "anchor"),
         help="initial Q of unseen states: zero (the paper), the discovering parent's relevance, or parent + "
         "anchor-text relevance",

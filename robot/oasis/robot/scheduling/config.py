@@ -47,3 +47,10 @@ class ControllerConfig:
             raise ValueError(f"rediscovery must be 'keep' or 'restate', got {self.rediscovery!r}")
         if self.recrawl_rekey < 1:
             raise ValueError("recrawl_rekey must be >= 1")
+
+
+# The robot as shipped (issue 10 item 4; ``oasis replay --policies whittle`` and the live robot's default):
+# the generalising state, the anchor prior (an unseen state starts as greedy-anchor's key) and the Eq. 10 step
+# size alpha = 0.2, chosen on the training split of docs/replay.md "The shipped robot" (synthetic seeds 1-3,
+# postgresql-doc-15) and never on the evaluation split.
+SHIPPED = ControllerConfig(state="generalising", prior="anchor", alpha=0.2)
