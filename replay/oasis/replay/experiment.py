@@ -18,7 +18,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ import numpy.typing as npt
 from oasis.replay.baselines import LOOKAHEAD_WEIGHT, lookahead_scores, upper_order
 from oasis.replay.metrics import static_recall_curve, upper_bound_performance
 from oasis.replay.simulator import ChangeModel, Replay, ReplayResult
+from oasis.robot.scheduling.config import SHIPPED
 from oasis.robot.scheduling.controller import ControllerConfig, RecrawlIndex, make_controller
 from oasis.robot.scheduling.qtable import QTable
 from oasis.robot.scheduling.recrawl import (
@@ -94,7 +95,7 @@ class ExperimentConfig:
     budget: int | None = None  # fetches; default: the number of reachable pages
     random_runs: int = 10
     seed: int = 0
-    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    controller: ControllerConfig = SHIPPED  # the robot as shipped (`whittle`)
     epsilon_decay: float = 0.5  # epsilon of traversal k is epsilon * epsilon_decay**k
     changes: ChangeModel | None = None
     # re-crawl of plain policy names: one of RECRAWLS, or "auto" (whittle on a changing web, none on a static)
