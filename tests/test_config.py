@@ -93,7 +93,7 @@ def test_robot_learning_files_relative_to_the_toml_reach_the_robot_flags(tmp_pat
     # the launcher's argv parses with the robot's own parser into the robot's config
     for topic, alpha, gamma, q_table in (
         ("a", 0.25, 0.5, tmp_path / "state-a" / "q_table.json"),  # default: the robot's state dir
-        ("b", 0.5, 0.75, conf / "tables" / "qb.json"),
+        ("b", 0.2, 0.75, conf / "tables" / "qb.json"),  # alpha: the shipped robot's (SHIPPED.alpha)
     ):
         state = tmp_path / f"state-{topic}"
         argv = robot_argv(config, topic, "127.0.0.1:1", state_dir=state, seeds=["http://h/"], log_level="X")

@@ -145,5 +145,13 @@ def test_recrawl_eval_collection_json(capsys: pytest.CaptureFixture[str]) -> Non
     )
     assert code == 0
     pol = _json(capsys)["policies"]
-    assert set(pol) == {"whittle", "whittle-oracle", "uniform", "adaptive", "greedy"}
+    assert set(pol) == {
+        "whittle",
+        "whittle-oracle",
+        "whittle-ephemeral",
+        "uniform",
+        "r-age",
+        "adaptive",
+        "greedy",
+    }
     assert all(0.0 <= v["F"] <= 1.0 for v in pol.values())

@@ -28,7 +28,7 @@ def test_json_interface_and_outputs(capsys: pytest.CaptureFixture[str], tmp_path
         "--topic",
         "databases",
         "--policies",
-        "upper,random,bfs,greedy-oracle,greedy-parent,whittle:hybrid",
+        "upper,random,bfs,greedy-oracle,greedy-parent,greedy-anchor,whittle:hybrid,whittle:generalising",
         "--traversals",
         "3",
         "--random-runs",
@@ -38,11 +38,29 @@ def test_json_interface_and_outputs(capsys: pytest.CaptureFixture[str], tmp_path
     )
     assert res["pages"] == 400 and res["reachable"] <= 400 and res["upper_P"] > 0
     pols = res["policies"]
-    assert set(pols) == {"upper", "random", "bfs", "greedy-oracle", "greedy-parent", "whittle:hybrid"}
+    assert set(pols) == {
+        "upper",
+        "random",
+        "bfs",
+        "greedy-oracle",
+        "greedy-parent",
+        "greedy-anchor",
+        "whittle:hybrid",
+        "whittle:generalising",
+    }
     assert pols["upper"]["P_ratio"] == [pytest.approx(1.0)]
     assert len(pols["whittle:hybrid"]["P_ratio"]) == 3
     for name, entry in pols.items():
         assert all(0.0 < r <= 1.0 + 1e-9 for r in entry["P_ratio"]), name
+        # raw P per traversal beside the ratio
+        assert entry["P"] == pytest.approx([r * res["upper_P"] for r in entry["P_ratio"]]), name
+    # every learning result against the strongest practical baseline; memorisation reported apart
+    best = res["strongest_baseline"]
+    practical = ("random", "bfs", "greedy-parent", "greedy-anchor")
+    assert best["policy"] == max(practical, key=lambda p: pols[p]["P"][0])
+    for name in ("whittle:hybrid", "whittle:generalising"):
+        assert pols[name]["P_vs_strongest"] == pytest.approx([p / best["P"] for p in pols[name]["P"]])
+    assert pols["whittle:hybrid"]["memorising"] and not pols["whittle:generalising"]["memorising"]
     # the random baseline is the worst informed schedule; oracle greedy beats it
     assert pols["greedy-oracle"]["P_ratio"][0] > pols["random"]["P_ratio"][0]
     full = json.loads((tmp_path / "results.json").read_text())

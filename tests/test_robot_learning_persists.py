@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -21,6 +22,7 @@ from robot_testweb import LocalEngine, LocalWeb, html, page
 
 from oasis.robot.__main__ import build_parser
 from oasis.robot.app import build_crawler, config_from_args, load_controller_config, resume_crawler
+from oasis.robot.scheduling import SHIPPED
 from oasis.runtime.spawn import spawn_service
 from oasis.v1 import robot_pb2, robot_pb2_grpc
 
@@ -178,6 +180,11 @@ def test_controller_config_reaches_the_controller(tmp_path: Path) -> None:
     args = robot_args(tmp_path, "--policy", "bfs", "--controller-config", str(tmp_path / "rekey.json"))
     config = config_from_args(args, name="r", state_dir=None)
     assert config.controller.recrawl_rekey == 7 and config.q_table is None
+    # no file: the robot as shipped; a file overrides only the fields it names
+    assert config_from_args(robot_args(tmp_path), name="r", state_dir=None).controller == SHIPPED
+    (tmp_path / "gamma.json").write_text('{"gamma": 0.25}')
+    args = robot_args(tmp_path, "--controller-config", str(tmp_path / "gamma.json"))
+    assert config_from_args(args, name="r", state_dir=None).controller == replace(SHIPPED, gamma=0.25)
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,56 @@ def test_baseline_orders() -> None:
     assert sorted(crawl("random")) == sorted([A, B, C, D, E])
 
 
+def crawl_anchored(policy: str) -> list[str]:
+    """Seed A (.1) -> B (anchor .0), C (anchor .3); B (.6) -> D (anchor .0); C (.2) -> E (anchor .8)."""
+    rel = {A: 0.1, B: 0.6, C: 0.2, D: 0.5, E: 0.4}
+    out = {A: [(B, 0.0), (C, 0.3)], B: [(D, 0.0)], C: [(E, 0.8)], D: [], E: []}
+    ctl = make_controller(policy, rng=random.Random(1), oracle=rel.get)
+    ctl.add_seeds([A])
+    order: list[str] = []
+    t = 0.0
+    while batch := ctl.next_batch(1, t):
+        for url in batch:
+            order.append(url)
+            found = [Discovered(u, anchor_relevance=a) for u, a in out[url]]
+            ctl.report(FetchOutcome(url, "new", rel[url], found), t)
+        t += 1
+    return order
+
+
+def test_same_tie_break_and_greedy_anchor() -> None:
+    # B and C tie on parent relevance (.1): every policy breaks the tie by parent + anchor relevance, as the
+    # Whittle controller does inside a state group, so C (anchor .3) goes before B
+    assert crawl_anchored("greedy-parent")[:2] == [A, C]
+    # then E (parent .2) before B (parent .1) and D (parent .6) last
+    assert crawl_anchored("greedy-parent") == [A, C, E, B, D]
+    # greedy-anchor keys: B .1 + 0 = .1, C .1 + .3 = .4; after C: E .2 + .8 = 1.0; after B: D .6 + 0 = .6
+    assert crawl_anchored("greedy-anchor") == [A, C, E, B, D]
+    # the oracle ties nowhere here: B .6, C .2 -> B, D (.5), E after C
+    assert crawl_anchored("greedy-oracle") == [A, B, D, C, E]
+
+
+def test_greedy_anchor_differs_from_greedy_parent() -> None:
+    """A strong anchor on a weak parent beats a strong parent with no anchor only under greedy-anchor."""
+    rel = {A: 0.5, B: 0.3, C: 0.1, D: 0.9, E: 0.0}
+    out = {A: [(B, 0.0), (C, 0.0)], B: [(E, 0.0)], C: [(D, 0.7)], D: [], E: []}
+
+    def order(policy: str) -> list[str]:
+        ctl = make_controller(policy, rng=random.Random(1))
+        ctl.add_seeds([A])
+        got: list[str] = []
+        while batch := ctl.next_batch(1, 0.0):
+            for url in batch:
+                got.append(url)
+                found = [Discovered(u, anchor_relevance=a) for u, a in out[url]]
+                ctl.report(FetchOutcome(url, "new", rel[url], found), 0.0)
+        return got
+
+    # after A, B and C: E (parent B .3, anchor 0) vs D (parent C .1, anchor .7)
+    assert order("greedy-parent") == [A, B, C, E, D]
+    assert order("greedy-anchor") == [A, B, C, D, E]
+
+
 def test_whittle_first_updates_hand_worked() -> None:
     cfg = ControllerConfig(state="parent", alpha=0.5, gamma=0.5, prior="zero")  # the paper: Q starts at 0
     ctl = make_controller("whittle", rng=random.Random(0), config=cfg)

@@ -5,10 +5,15 @@ Two harnesses:
 * :func:`run_collection` (self-contained): D retrieved documents with relevance r_i change as Poisson
   processes of rate lam_i (heterogeneous: mean x Exp(1), as the replay harness's ``ChangeModel``); every
   period exactly B documents are re-crawled by each policy. Policies: ``whittle`` (the per-document
-  ephemeral Whittle index with online change-rate estimates,
-  :class:`~oasis.robot.scheduling.recrawl.ChangeRateEstimator`), ``whittle-oracle`` (true rates), ``uniform``
-  (oldest first = every D/B periods), ``adaptive`` (Nutch's AdaptiveFetchSchedule, most overdue first),
-  ``greedy`` (largest expected stale relevance r (1 - e^{-lam_hat a}), a myopic baseline). Freshness
+  Whittle index with online change-rate estimates,
+  :class:`~oasis.robot.scheduling.recrawl.ChangeRateEstimator` under the pooled empirical-Bayes prior
+  :class:`~oasis.robot.scheduling.recrawl.PooledChangeRate`: no constant prior overrides the data) with
+  the freshness Whittle index (:func:`~oasis.robot.scheduling.recrawl.freshness_index`),
+  ``whittle-oracle`` (the same index with the true rates), ``whittle-ephemeral`` (papers/002 Theorem 1 with
+  estimated rates, the index before issue 10), ``uniform`` (oldest first = every D/B periods), ``r-age``
+  (relevance-aware round robin: largest r * age), ``adaptive`` (Nutch's AdaptiveFetchSchedule with
+  SYNC_DELTA from observed change times, relevance-aware: largest r * age / interval), ``greedy`` (largest
+  expected stale relevance r (1 - e^{-lam_hat a}), a myopic baseline). Freshness
   F(t) = sum r_i fresh_i / sum r_i (papers/004 Eq. 1). With no creation or deletion, recall R = F, so quality
   M = min(R, F) = F.
 * :func:`run_replay` (through the replay engineer's harness, ``oasis.replay``): a full crawl of a synthetic
@@ -33,14 +38,24 @@ from oasis.freshness.recrawl import (
     AdaptiveFetchSchedule,
     ScheduleRecrawl,
     UniformSchedule,
+    freshness_index_array,
     recrawl_index_array,
 )
-from oasis.robot.scheduling.recrawl import ChangeRateEstimator, WhittleRecrawl
+from oasis.robot.scheduling.recrawl import ChangeRateEstimator, PooledChangeRate, WhittleRecrawl
 
 logger = logging.getLogger(__name__)
 
 FloatArray = NDArray[np.float64]
-COLLECTION_POLICIES = ("whittle", "whittle-oracle", "uniform", "adaptive", "greedy")
+REFRESH = 20  # periods between full refreshes of the collection harness's rate estimates
+COLLECTION_POLICIES = (
+    "whittle",
+    "whittle-oracle",
+    "whittle-ephemeral",
+    "uniform",
+    "r-age",
+    "adaptive",
+    "greedy",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,9 +117,12 @@ def run_collection(
         pick_rng = np.random.default_rng([cfg.seed, 3])
         stale = np.zeros(D, dtype=bool)
         last = np.zeros(D)  # all fetched at t = 0
-        est = [ChangeRateEstimator(prior_rate=cfg.prior_rate) for _ in range(D)]
+        pool = PooledChangeRate(cfg.prior_rate)
+        est = [ChangeRateEstimator(prior_rate=cfg.prior_rate, pool=pool) for _ in range(D)]
         lam_hat = np.full(D, cfg.prior_rate)
         interval = np.full(D, D / B)
+        due = np.full(D, D / B)
+        modified = np.zeros(D)  # estimated time of the last change seen (SYNC_DELTA)
         sched = AdaptiveFetchSchedule(
             inc_rate=cfg.inc_rate,
             dec_rate=cfg.dec_rate,
@@ -119,23 +137,38 @@ def run_collection(
             stale |= changes.random(D) < p_change
             age = t - last
             if policy == "whittle":
-                s = recrawl_index_array(r, lam_hat, age)
+                s = freshness_index_array(r, lam_hat, age)
             elif policy == "whittle-oracle":
-                s = recrawl_index_array(r, lam, age)
+                s = freshness_index_array(r, lam, age)
+            elif policy == "whittle-ephemeral":  # papers/002 Theorem 1, the index before issue 10
+                s = recrawl_index_array(r, lam_hat, age)
             elif policy == "uniform":
                 s = age.astype(np.float64)
+            elif policy == "r-age":
+                s = r * age
             elif policy == "adaptive":
-                s = age / interval
+                # due documents by relevance times how overdue they are; the rest only if budget is left
+                over = age / interval
+                s = np.where(t >= due, r * np.maximum(over, 1.0), 1e-9 * r * over)
             else:  # greedy
                 s = r * -np.expm1(-lam_hat * age)
             chosen = _pick(s, B, pick_rng)
             for i in chosen.tolist():
                 changed = bool(stale[i])
-                if policy in ("whittle", "greedy"):
+                if policy in ("whittle", "whittle-ephemeral", "greedy"):
                     est[i].observe(float(age[i]), changed)
-                    lam_hat[i] = est[i].rate()
                 elif policy == "adaptive":
-                    interval[i] = sched.next_interval(float(interval[i]), changed)
+                    if changed:  # a change in (last fetch, t]: its expected time is the middle
+                        modified[i] = 0.5 * (last[i] + t)
+                    interval[i], due[i] = sched.next_fetch(float(t), float(interval[i]), changed, modified[i])
+            if policy in ("whittle", "whittle-ephemeral", "greedy"):
+                # the pooled prior moves with every observation: refresh the fetched documents' rates every
+                # period and everyone's every REFRESH periods (bounded work)
+                if t % REFRESH == 0:
+                    lam_hat[:] = [e.rate() for e in est]
+                else:
+                    for i in chosen.tolist():
+                        lam_hat[i] = est[i].rate()
             stale[chosen] = False
             last[chosen] = t
             f[t - 1] = float(r[~stale].sum()) / total_r
@@ -168,7 +201,7 @@ class ReplayCompareConfig:
     adaptive_initial: float = 200.0
     seed: int = 0
     policies: tuple[str, ...] = REPLAY_POLICIES
-    fringe_policy: str = "greedy-parent"
+    fringe_policy: str = "greedy-anchor"
 
     def __post_init__(self) -> None:
         if self.m < 1 or self.steps < 1:
@@ -180,7 +213,7 @@ class ReplayCompareConfig:
 
 def _hook(policy: str, cfg: ReplayCompareConfig) -> Any:
     if policy == "whittle":
-        return WhittleRecrawl(period=1.0, prior_rate=max(cfg.modify_rate, 1e-6))
+        return WhittleRecrawl(period=1.0)  # the pooled prior learns the rate from what re-crawls see
     if policy == "uniform":
         return ScheduleRecrawl(
             UniformSchedule(interval=cfg.uniform_interval), initial_interval=cfg.uniform_interval

@@ -1,7 +1,9 @@
 """Reference schedules of papers/004's evaluation, on the same graph and budget as the robot.
 
 * ``upper``: every reachable document available at once, fetched by decreasing relevance (closed form on a
-  static web, :func:`oasis.replay.metrics.upper_bound_performance`; simulated on a changing web).
+  static web, :func:`oasis.replay.metrics.upper_bound_performance`); on a changing web a true upper bound of
+  M(C_t) for any schedule of m fetches per step (:meth:`oasis.replay.simulator.Replay.upper_bound_curve`:
+  the t m most relevant pages that exist at t, over S_V(t)), which never counts a page before it exists.
 * ``random``: a uniformly random fringe document each fetch; the mean (and spread) of many runs.
 * ``bfs``, ``greedy-parent`` (practical best-first), ``greedy-oracle`` (fringe-greedy on the true
   relevance, the paper's "fringe greedy"), ``greedy-lookahead`` (an oracle that also sees the relevance of a

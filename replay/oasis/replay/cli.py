@@ -3,9 +3,13 @@
 With ``--json`` stdout carries exactly one JSON object::
 
     {"pages": int, "reachable": int, "upper_P": float,
-     "policies": {NAME: {"P_ratio": [float per traversal], ...}}, ...}
+     "strongest_baseline": {"policy": NAME, "P": float},
+     "policies": {NAME: {"P": [raw P per traversal], "P_ratio": [float per traversal], ...}}, ...}
 
-(P_ratio = P / P_upper; non-learning policies have one entry). The progress bar and logs go to stderr.
+(P_ratio = P / P_upper; non-learning policies have one entry; learning policies add "P_vs_strongest", their
+raw P over the strongest practical baseline's -- the best of random, bfs, greedy-parent, greedy-anchor run --
+and "memorising", true for states keyed on a URL: parent, url, hybrid). The progress bar and logs go to
+stderr.
 ``--out DIR`` writes results.json (with the fetch orders and R/F/M curves) and PNG plots. The module's top
 imports only the standard library; the harness is imported when the command runs.
 """
@@ -26,7 +30,7 @@ _BULKY = ("order", "first_order", "R", "F", "M")
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    from oasis.robot.scheduling import STATE_NAMES
+    from oasis.robot.scheduling import SHIPPED, STATE_NAMES
 
     p = sub.add_parser(
         "replay",
@@ -40,7 +44,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="folder of HTML files, WARC, GraphML/edge list, debian:NAME or synthetic:KEY=VALUE,...",
     )
     p.add_argument(
-        "--seed-url", action="append", default=None, help="seed page (repeatable; default: the corpus's)"
+        "--seed-url",
+        action="append",
+        default=None,
+        help="seed page: a URL or a page path relative to the corpus root, e.g. index.html (repeatable; "
+        "default: the corpus's)",
     )
     p.add_argument(
         "--topic",
@@ -49,25 +57,28 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument(
         "--policies",
-        default="upper,random,bfs,greedy-oracle,greedy-parent,whittle:parent,whittle:hybrid",
-        help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-lookahead, "
-        "whittle, whittle:STATE",
+        default="upper,random,bfs,greedy-oracle,greedy-parent,greedy-anchor,whittle:parent,whittle:hybrid",
+        help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-anchor, "
+        "greedy-lookahead, whittle, whittle:STATE",
     )
     p.add_argument("--traversals", type=int, default=10, help="traversals of the graph for learning policies")
     p.add_argument("--budget", type=int, default=None, help="fetches per run (default: all reachable pages)")
     p.add_argument("--m", type=int, default=1, help="documents fetched per time step")
     p.add_argument("--random-runs", type=int, default=10, help="runs averaged for the random baseline")
     p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("--state", default="generalising", choices=STATE_NAMES, help="local state for 'whittle'")
-    p.add_argument("--alpha", type=float, default=0.5, help="Eq. 10 step size")
-    p.add_argument("--gamma", type=float, default=0.5, help="Eq. 10 discount")
+    p.add_argument(
+        "--state", default=SHIPPED.state, choices=STATE_NAMES, help="local state for 'whittle' (as shipped)"
+    )
+    p.add_argument("--alpha", type=float, default=SHIPPED.alpha, help="Eq. 10 step size (as shipped)")
+    p.add_argument("--gamma", type=float, default=SHIPPED.gamma, help="Eq. 10 discount")
     p.add_argument("--epsilon", type=float, default=0.0, help="exploration on the first traversal")
     p.add_argument("--epsilon-decay", type=float, default=0.5, help="epsilon factor per traversal")
     p.add_argument(
         "--prior",
-        default="parent",
-        choices=("zero", "parent"),
-        help="initial Q of unseen states: zero (the paper) or the discovering parent's relevance",
+        default=SHIPPED.prior,
+        choices=("zero", "parent", "anchor"),
+        help="initial Q of unseen states: zero (the paper), the discovering parent's relevance, or parent + "
+        "anchor-text relevance",
     )
     p.add_argument(
         "--rediscovery",
@@ -87,10 +98,19 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--create-rate", type=float, default=0.0, help="rate at which absent pages appear")
     p.add_argument(
         "--recrawl",
-        default="none",
-        choices=("none", "whittle"),
-        help="re-crawl retrieved pages: never, or by the ephemeral-content Whittle index with online "
-        "change-rate estimates (oasis.robot.scheduling.recrawl, papers/002)",
+        default="auto",
+        choices=("auto", "none", "whittle", "uniform", "adaptive"),
+        help="re-crawl of plain policy names (a name FRINGE+RECRAWL picks its own): never, the "
+        "ephemeral-content Whittle index with online change-rate estimates (papers/002), a uniform "
+        "interval, or Nutch's "
+        "AdaptiveFetchSchedule; auto (default): whittle on a changing web, none on a static one",
+    )
+    p.add_argument(
+        "--uniform-interval",
+        type=float,
+        default=None,
+        help="uniform re-crawl interval and adaptive's initial interval, in steps (default: reachable pages "
+        "/ m)",
     )
     p.add_argument(
         "--recrawl-initial-rate",
@@ -148,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
             controller=controller,
             epsilon_decay=args.epsilon_decay,
             changes=None if changes.static else changes,
+            recrawl=args.recrawl,
+            uniform_interval=args.uniform_interval,
         )
         q_tables = {learners[0]: QTable.load(args.load_q)} if args.load_q else None
     except (ValueError, OSError) as exc:
@@ -157,11 +179,10 @@ def run(args: argparse.Namespace) -> int:
         prepared = prepare(corpus, args.topic, seed_urls=args.seed_url, anchors=not args.no_anchors)
     except (ValueError, OSError) as exc:
         return _fail(f"cannot load corpus {args.corpus!r}: {exc}")
-    recrawl: functools.partial[WhittleRecrawl] | None = None
-    if args.recrawl == "whittle":
-        from oasis.robot.scheduling.recrawl import WhittleRecrawl
+    from oasis.robot.scheduling.recrawl import WhittleRecrawl
 
-        recrawl = functools.partial(WhittleRecrawl)
+    recrawl = functools.partial(WhittleRecrawl)
+    if args.recrawl_initial_rate is not None:
         if args.recrawl_initial_rate == "elapsed":
             recrawl = functools.partial(WhittleRecrawl, prior_rate=None)
         elif args.recrawl_initial_rate is not None:
@@ -222,5 +243,11 @@ def format_table(results: dict[str, Any]) -> str:
             extra = " ".join(f"{r:.3f}" for r in ratios)
         elif "P_ratio_std" in e:
             extra = f"± {e['P_ratio_std']:.3f} over {e['runs']} runs (min {e['P_ratio_min']:.3f})"
+        if "P_vs_strongest" in e:
+            extra += "  vs strongest: " + " ".join(f"{r:.3f}" for r in e["P_vs_strongest"])
+            extra += " (memorising)" if e.get("memorising") else " (generalising)"
         lines.append(f"{name:<22} {ratios[-1]:>10.4f}  {extra}")
+    best = results.get("strongest_baseline")
+    if best:
+        lines.append(f"strongest practical baseline: {best['policy']} (P {best['P']:.2f})")
     return "\n".join(lines)

@@ -18,7 +18,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,30 +27,63 @@ import numpy.typing as npt
 from oasis.replay.baselines import LOOKAHEAD_WEIGHT, lookahead_scores, upper_order
 from oasis.replay.metrics import static_recall_curve, upper_bound_performance
 from oasis.replay.simulator import ChangeModel, Replay, ReplayResult
+from oasis.robot.scheduling.config import SHIPPED
 from oasis.robot.scheduling.controller import ControllerConfig, RecrawlIndex, make_controller
 from oasis.robot.scheduling.qtable import QTable
+from oasis.robot.scheduling.recrawl import (
+    AdaptiveFetchSchedule,
+    ScheduleRecrawl,
+    UniformSchedule,
+    WhittleRecrawl,
+)
 from oasis.robot.scheduling.state import STATE_NAMES
 from oasis.web.model import Corpus
 
 logger = logging.getLogger(__name__)
 
-BASELINES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "greedy-lookahead")
-DEFAULT_POLICIES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "whittle")
+BASELINES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "greedy-anchor", "greedy-lookahead")
+# non-learning baselines that see only what the robot sees (no oracle): the ones a learner is judged against
+PRACTICAL = ("random", "bfs", "greedy-parent", "greedy-anchor")
+# states keyed on a URL (the document's own, or its parent's): they memorise one graph rather than generalise
+MEMORISING_STATES = ("parent", "url", "hybrid")
+DEFAULT_POLICIES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "greedy-anchor", "whittle")
 Progress = Callable[[int], None]
 
 
+# re-crawl schedules a policy name may carry as FRINGE+RECRAWL (issue 10)
+RECRAWLS = ("none", "whittle", "uniform", "adaptive")
+
+
+def split_policy(policy: str) -> tuple[str, str | None]:
+    """``FRINGE+RECRAWL`` -> (FRINGE, RECRAWL); a plain name -> (name, None): the run's default re-crawl."""
+    if "+" in policy:
+        fringe, recrawl = policy.split("+", 1)
+        return fringe, recrawl
+    return policy, None
+
+
 def is_learning(policy: str) -> bool:
-    return policy == "whittle" or policy.startswith("whittle:")
+    fringe = split_policy(policy)[0]
+    return fringe == "whittle" or fringe.startswith("whittle:")
 
 
 def check_policy(policy: str) -> None:
-    if policy in BASELINES or policy == "whittle":
+    fringe, recrawl = split_policy(policy)
+    if recrawl is not None and (recrawl not in RECRAWLS or fringe == "upper"):
+        raise ValueError(
+            f"unknown policy {policy!r}: FRINGE+RECRAWL needs RECRAWL in {', '.join(RECRAWLS)} and a fringe "
+            "policy other than upper"
+        )
+    if fringe in BASELINES or fringe == "whittle":
         return
-    if policy.startswith("whittle:") and policy.split(":", 1)[1] in STATE_NAMES:
+    if fringe.startswith("whittle:") and fringe.split(":", 1)[1] in STATE_NAMES:
         return
     raise ValueError(
         f"unknown policy {policy!r}; choose from {', '.join(BASELINES)}, whittle, "
         + ", ".join(f"whittle:{s}" for s in STATE_NAMES)
+        + " (optionally +RECRAWL, RECRAWL in "
+        + ", ".join(RECRAWLS)
+        + ")"
     )
 
 
@@ -62,9 +95,12 @@ class ExperimentConfig:
     budget: int | None = None  # fetches; default: the number of reachable pages
     random_runs: int = 10
     seed: int = 0
-    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    controller: ControllerConfig = SHIPPED  # the robot as shipped (`whittle`)
     epsilon_decay: float = 0.5  # epsilon of traversal k is epsilon * epsilon_decay**k
     changes: ChangeModel | None = None
+    # re-crawl of plain policy names: one of RECRAWLS, or "auto" (whittle on a changing web, none on a static)
+    recrawl: str = "auto"
+    uniform_interval: float | None = None  # uniform / adaptive initial interval; default reachable pages / m
     order_points: int = 700  # how many fetches of the relevance-in-order plots to keep
     curve_points: int = 200  # samples of the R/F/M curves
 
@@ -79,6 +115,10 @@ class ExperimentConfig:
             raise ValueError("budget must be >= 1")
         if not 0.0 <= self.epsilon_decay <= 1.0:
             raise ValueError("epsilon_decay must be in [0, 1]")
+        if self.recrawl not in (*RECRAWLS, "auto"):
+            raise ValueError(f"recrawl must be one of {', '.join(RECRAWLS)} or auto, got {self.recrawl!r}")
+        if self.uniform_interval is not None and not self.uniform_interval > 0:
+            raise ValueError("uniform_interval must be > 0")
 
 
 # -- inputs ----------------------------------------------------------------------------------------------
@@ -160,10 +200,11 @@ def prepare(
                     cache[text] = value
                 anchor[pos] = value
     if seed_urls:
-        missing = [s for s in seed_urls if s not in index]
+        resolved = [resolve_seed(s, urls, index) for s in seed_urls]
+        missing = [s for s, r in zip(seed_urls, resolved, strict=True) if r is None]
         if missing:
             raise ValueError(f"seed URL(s) not in the corpus: {missing[:3]}")
-        seeds = [index[s] for s in seed_urls]
+        seeds = [r for r in resolved if r is not None]
     else:
         seeds = [int(s) for s in graph.seeds]
     replay = Replay(graph, relevance, seeds, anchor_relevance=anchor)
@@ -176,6 +217,23 @@ def prepare(
         relevant_share=float((relevance[replay.reach] > 0.1).mean()) if replay.reachable else 0.0,
     )
     return Prepared(replay=replay, corpus=corpus, topic=topic, meta=meta)
+
+
+def resolve_seed(seed: str, urls: Sequence[str], index: dict[str, int]) -> int | None:
+    """A seed given as a URL of the corpus, or as a page path relative to the corpus root (``index.html``,
+    ``library/asyncio.html``): the page whose URL path ends with that path, the one nearest the root when
+    several do. None when no page matches."""
+    found = index.get(seed)
+    if found is not None:
+        return found
+    rel = seed.lstrip("/")
+    if not rel or "://" in seed:
+        return None
+    tail = "/" + rel
+    hits = [i for i, u in enumerate(urls) if u.endswith(tail)]
+    if not hits:
+        return None
+    return min(hits, key=lambda i: (urls[i].count("/"), urls[i]))
 
 
 # -- running ---------------------------------------------------------------------------------------------
@@ -194,6 +252,7 @@ def _summary(result: ReplayResult, p_upper: float, cfg: ExperimentConfig) -> dic
         "P_ratio": result.P / p_upper if p_upper > 0 else 0.0,
         "fetches": len(result.fetched),
         "recrawls": result.recrawls,
+        "mean_F": math.fsum(result.F) / len(result.F) if result.F else 1.0,
         "final_R": result.R[-1] if result.R else 0.0,
         "order": [round(r, 5) for r in result.fetched_relevance[: cfg.order_points]],
         "R": _curve(result.R, cfg.curve_points),
@@ -214,15 +273,15 @@ class Experiment:
         progress: Progress | None = None,
         recrawl: Callable[[], RecrawlIndex] | None = None,
     ) -> None:
-        """``recrawl`` builds a fresh re-crawl index per run (e.g.
-        ``oasis.robot.scheduling.recrawl.WhittleRecrawl``, which keeps per-document change histories); None:
-        never re-crawl."""
+        """``recrawl`` builds a fresh Whittle re-crawl index per run (default
+        ``oasis.robot.scheduling.recrawl.WhittleRecrawl``, which keeps per-document change histories); which
+        re-crawl a policy uses is its ``+RECRAWL`` suffix or ``config.recrawl``."""
         self.prepared = prepared
         self.replay = prepared.replay
         self.config = config
         self.q_tables: dict[str, QTable] = dict(q_tables or {})
         self.progress = progress
-        self.recrawl = recrawl
+        self.recrawl: Callable[[], RecrawlIndex] = recrawl if recrawl is not None else WhittleRecrawl
         self.budget = config.budget if config.budget is not None else self.replay.reachable
         self.steps = self.replay.steps_for(self.budget, config.m)
         self._rng_counter = 0
@@ -231,9 +290,10 @@ class Experiment:
         """Replay steps the configured run will take (for a progress bar)."""
         n = 0
         for p in self.config.policies:
-            if p == "upper":
-                n += 0 if self._static else self.steps
-            elif p == "random":
+            fringe = split_policy(p)[0]
+            if fringe == "upper":
+                continue
+            elif fringe == "random":
                 n += self.steps * self.config.random_runs
             elif is_learning(p):
                 n += self.steps * self.config.traversals
@@ -250,6 +310,31 @@ class Experiment:
         seed = self.config.seed * 1_000_003 + self._rng_counter
         return random.Random(seed), np.random.default_rng([self.config.seed, 7])  # same web changes for all
 
+    def recrawl_kind(self, policy: str) -> str:
+        """The re-crawl schedule a policy name runs with: its ``+RECRAWL`` suffix, else the configured one
+        (``auto``: the Whittle index on a changing web -- plain ``whittle`` is the unified queue -- none on a
+        static web)."""
+        kind = split_policy(policy)[1] or self.config.recrawl
+        if kind == "auto":
+            return "none" if self._static else "whittle"
+        return kind
+
+    def recrawl_hook(self, kind: str) -> RecrawlIndex | None:
+        """A fresh re-crawl hook. Uniform and Nutch's adaptive schedule start from the same interval: the
+        reachable pages over m (one pass of the web at the full fetch budget) unless configured; adaptive
+        moves within [1 step, the run's horizon]. Both are relevance-aware (a due page is worth its
+        relevance), the unit of the Whittle index, and share the one fetch budget with discovery."""
+        if kind == "none":
+            return None
+        if kind == "whittle":
+            return self.recrawl()
+        interval = self.config.uniform_interval or max(1.0, self.replay.reachable / self.config.m)
+        if kind == "uniform":
+            return ScheduleRecrawl(UniformSchedule(interval=interval), initial_interval=interval)
+        horizon = float(max(self.steps, interval))
+        sched = AdaptiveFetchSchedule(min_interval=1.0, max_interval=horizon, initial_interval=interval)
+        return ScheduleRecrawl(sched, initial_interval=interval)
+
     def _run(
         self,
         policy: str,
@@ -257,7 +342,7 @@ class Experiment:
         config: ControllerConfig | None = None,
         q: QTable | None = None,
         oracle: Any = None,
-        preseed: Sequence[int] = (),
+        recrawl: str = "none",
     ) -> ReplayResult:
         rng, np_rng = self._rngs()
         ctl = make_controller(
@@ -265,11 +350,9 @@ class Experiment:
             rng=rng,
             config=config or self.config.controller,
             oracle=oracle,
-            recrawl_index=self.recrawl() if self.recrawl is not None else None,
+            recrawl_index=self.recrawl_hook(recrawl),
             q=q,
         )
-        if preseed:
-            ctl.add_seeds(self.replay.urls[i] for i in preseed)
         return self.replay.run(
             ctl,
             m=self.config.m,
@@ -300,8 +383,12 @@ class Experiment:
             if not math.isclose(result.P, p, rel_tol=1e-9, abs_tol=1e-9):  # pragma: no cover - invariant
                 raise AssertionError(f"closed-form upper bound {p} != simulated {result.P}")
             return p, result
-        oracle = dict(zip(rep.urls, rel.tolist(), strict=True)).__getitem__
-        result = self._run("greedy-oracle", oracle=oracle, preseed=order.tolist())
+        assert self.config.changes is not None
+        events = rep.change_events(self.config.changes, self.steps, self._rngs()[1])
+        R = rep.upper_bound_curve(events, m=self.config.m, steps=self.steps)
+        result = ReplayResult(
+            R=R, F=[1.0] * len(R), M=list(R), fetched=[], fetched_relevance=[], first_fetches=0, recrawls=0
+        )
         return result.P, result
 
     def run(self) -> dict[str, Any]:
@@ -323,11 +410,13 @@ class Experiment:
         rel_by_url = dict(zip(rep.urls, rep.relevance.tolist(), strict=True))
         for policy in cfg.policies:
             t1 = time.perf_counter()
-            if policy == "upper":
+            fringe = split_policy(policy)[0]
+            rc = self.recrawl_kind(policy)
+            if fringe == "upper":
                 entry = _summary(upper_result, p_upper, cfg)
                 entry["P_ratio"] = [entry["P_ratio"]]
-            elif policy == "random":
-                runs = [self._run("random") for _ in range(cfg.random_runs)]
+            elif fringe == "random":
+                runs = [self._run("random", recrawl=rc) for _ in range(cfg.random_runs)]
                 ratios = [r.P / p_upper for r in runs]
                 entry = _summary(runs[0], p_upper, cfg)
                 entry.update(
@@ -338,26 +427,35 @@ class Experiment:
                     P_ratio_max=max(ratios),
                     runs=cfg.random_runs,
                 )
-            elif policy == "greedy-oracle":
-                entry = _summary(self._run("greedy-oracle", oracle=rel_by_url.__getitem__), p_upper, cfg)
+            elif fringe == "greedy-oracle":
+                entry = _summary(
+                    self._run("greedy-oracle", oracle=rel_by_url.__getitem__, recrawl=rc), p_upper, cfg
+                )
                 entry["P_ratio"] = [entry["P_ratio"]]
-            elif policy == "greedy-lookahead":
+            elif fringe == "greedy-lookahead":
                 look = dict(zip(rep.urls, lookahead_scores(rep.graph, rep.relevance).tolist(), strict=True))
-                entry = _summary(self._run("greedy-oracle", oracle=look.__getitem__), p_upper, cfg)
+                result = self._run("greedy-oracle", oracle=look.__getitem__, recrawl=rc)
+                entry = _summary(result, p_upper, cfg)
                 entry["P_ratio"] = [entry["P_ratio"]]
                 entry["lookahead_weight"] = LOOKAHEAD_WEIGHT
             elif is_learning(policy):
                 entry = self._learning(policy, p_upper)
             else:
-                entry = _summary(self._run(policy), p_upper, cfg)
+                entry = _summary(self._run(fringe, recrawl=rc), p_upper, cfg)
                 entry["P_ratio"] = [entry["P_ratio"]]
+            if fringe != "upper":
+                entry["recrawl"] = rc
+            if not isinstance(entry["P"], list):
+                entry["P"] = [entry["P"]]  # raw P per traversal beside P_ratio (issue 10)
             entry["seconds"] = round(time.perf_counter() - t1, 3)
             policies[policy] = entry
         out["seconds"] = round(time.perf_counter() - t0, 3)
+        compare_with_strongest(out)
         return out
 
     def state_of(self, policy: str) -> str:
-        return policy.split(":", 1)[1] if ":" in policy else self.config.controller.state
+        fringe = split_policy(policy)[0]
+        return fringe.split(":", 1)[1] if ":" in fringe else self.config.controller.state
 
     def _learning(self, policy: str, p_upper: float) -> dict[str, Any]:
         cfg = self.config
@@ -367,20 +465,44 @@ class Experiment:
             q = QTable(base.q_init)
             self.q_tables[policy] = q
         ratios: list[float] = []
+        raw: list[float] = []
         first: ReplayResult | None = None
         last: ReplayResult | None = None
         for k in range(cfg.traversals):
             ctl_cfg = replace(base, epsilon=base.epsilon * cfg.epsilon_decay**k)
-            result = self._run("whittle", config=ctl_cfg, q=q)
+            result = self._run("whittle", config=ctl_cfg, q=q, recrawl=self.recrawl_kind(policy))
             ratios.append(result.P / p_upper if p_upper > 0 else 0.0)
+            raw.append(result.P)
             first = first or result
             last = result
             logger.info("%s traversal %d: P/P_upper = %.4f", policy, k + 1, ratios[-1])
         assert first is not None and last is not None
         entry = _summary(last, p_upper, cfg)
         entry["P_ratio"] = ratios
+        entry["P"] = raw
         entry["first_order"] = [round(r, 5) for r in first.fetched_relevance[: cfg.order_points]]
         entry["state"] = base.state
+        entry["memorising"] = base.state in MEMORISING_STATES
         entry["q_states"] = len(q)
         entry["learn"] = base.learn
         return entry
+
+
+def compare_with_strongest(results: dict[str, Any]) -> None:
+    """Name the strongest practical (non-oracle, non-learning) baseline of a run by its raw P (last entry)
+    and give every learning policy ``P_vs_strongest``: its raw P per traversal over that baseline's P."""
+    policies: dict[str, Any] = results["policies"]
+    ran = [p for p in PRACTICAL if p in policies]
+    if not ran:
+        return
+    best = max(ran, key=lambda p: _raw_p(policies[p])[-1])
+    p_best = _raw_p(policies[best])[-1]
+    results["strongest_baseline"] = {"policy": best, "P": p_best}
+    for name, entry in policies.items():
+        if is_learning(name) and p_best > 0:
+            entry["P_vs_strongest"] = [p / p_best for p in _raw_p(entry)]
+
+
+def _raw_p(entry: dict[str, Any]) -> list[float]:
+    p = entry["P"]
+    return [float(x) for x in p] if isinstance(p, list) else [float(p)]

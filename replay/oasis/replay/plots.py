@@ -20,6 +20,7 @@ _BASELINE_STYLE = {
     "bfs": ("tab:brown", "-."),
     "greedy-oracle": ("tab:red", "--"),
     "greedy-parent": ("tab:orange", "--"),
+    "greedy-anchor": ("tab:green", "--"),
     "greedy-lookahead": ("tab:purple", ":"),
 }
 

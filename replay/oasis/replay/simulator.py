@@ -268,6 +268,75 @@ class Replay:
         order = np.argsort(t, kind="stable")
         return t[order], v[order], k[order], created
 
+    def upper_bound_curve(self, events: Events, *, m: int, steps: int) -> list[float]:
+        """An upper bound of M(C_t), t = 1..T, on a changing web, for every schedule of m fetches per step.
+
+        By step t at most t m distinct documents have been fetched, so the fresh relevance S_CV(t) in the
+        collection is at most the sum of the t m largest relevances among the documents that exist at t; and
+        F <= 1. Hence M(C_t) <= R(C_t) <= top_{tm}(V_t) / S_V(t) (Eq. 1 with the same reachable set and
+        the same event stream as the policies). A document that does not exist yet is never counted, so
+        this reference never "fetches" a page before it exists, and P_ratio <= 1 holds for every policy
+        (tested as a property). On a static web it equals the closed-form upper bound.
+        """
+        ev_t, ev_v, ev_k, created_at = events
+        rel = self.relevance
+        reach = self.reach
+        nodes = np.flatnonzero(reach)
+        order = nodes[np.lexsort((nodes, -rel[nodes]))]  # reachable, by decreasing relevance
+        pos = np.full(len(rel), -1, dtype=np.int64)
+        pos[order] = np.arange(len(order))
+        size = len(order)
+        cnt = [0] * (size + 1)  # Fenwick trees over the sorted positions: counts and relevance sums
+        tot = [0.0] * (size + 1)
+        rel_sorted = rel[order].tolist()
+
+        def update(k: int, sign: int) -> None:
+            r = sign * rel_sorted[k]
+            k += 1
+            while k <= size:
+                cnt[k] += sign
+                tot[k] += r
+                k += k & -k
+
+        def top(k: int) -> float:
+            # sum of the k first present positions (binary lifting over the count tree)
+            idx, acc, left = 0, 0.0, k
+            step = 1 << size.bit_length()
+            while step:
+                nxt = idx + step
+                if nxt <= size and cnt[nxt] <= left:
+                    idx = nxt
+                    left -= cnt[nxt]
+                    acc += tot[nxt]
+                step >>= 1
+            return acc
+
+        exists = created_at == 0.0
+        S_V = 0.0
+        for k, i in enumerate(order.tolist()):
+            if exists[i]:
+                update(k, 1)
+                S_V += rel_sorted[k]
+        ev_t_l, ev_v_l, ev_k_l = ev_t.tolist(), ev_v.tolist(), ev_k.tolist()
+        e, n_events = 0, len(ev_t_l)
+        out: list[float] = []
+        for t in range(1, steps + 1):
+            while e < n_events and ev_t_l[e] <= t:
+                i, kind = ev_v_l[e], ev_k_l[e]
+                e += 1
+                if kind == MODIFY or pos[i] < 0:
+                    continue
+                if kind == DELETE and exists[i]:
+                    exists[i] = False
+                    update(int(pos[i]), -1)
+                    S_V -= rel_sorted[pos[i]]
+                elif kind == CREATE and not exists[i]:
+                    exists[i] = True
+                    update(int(pos[i]), 1)
+                    S_V += rel_sorted[pos[i]]
+            out.append(recall_from_sums(max(top(t * m), 0.0), max(S_V, 0.0)))
+        return out
+
     def _run_changing(
         self,
         controller: RequestController,

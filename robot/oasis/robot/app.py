@@ -14,7 +14,7 @@ from typing import Any
 from oasis.robot.config import LEARNING_POLICY, RobotConfig
 from oasis.robot.crawler import Crawler
 from oasis.robot.engine_client import connect_engine
-from oasis.robot.scheduling import POLICIES, ControllerConfig, QTable, make_controller
+from oasis.robot.scheduling import POLICIES, SHIPPED, ControllerConfig, QTable, make_controller
 from oasis.runtime.clients import EngineClient
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
@@ -126,7 +126,7 @@ def load_controller_config(path: Path) -> ControllerConfig:
 
 def controller_config_from_dict(data: dict[str, Any], *, source: str) -> ControllerConfig:
     """Check each key (known field, right type, valid value) and build the config; errors name the key."""
-    defaults = ControllerConfig()
+    defaults = SHIPPED  # the robot as shipped; the file overrides the fields it names
     known = {f.name for f in dataclasses.fields(ControllerConfig)}
     values: dict[str, Any] = {}
     for key, value in data.items():
@@ -147,7 +147,7 @@ def controller_config_from_dict(data: dict[str, Any], *, source: str) -> Control
             raise ValueError(f"controller config {source}: key {key!r}: {exc}") from exc
         values[key] = value
     try:
-        return ControllerConfig(**values)
+        return dataclasses.replace(SHIPPED, **values)
     except ValueError as exc:
         raise ValueError(f"controller config {source}: {exc}") from exc
 
@@ -189,7 +189,7 @@ def config_from_args(
             ignored = sorted(
                 f.name
                 for f in dataclasses.fields(ControllerConfig)
-                if f.name not in _ALL_POLICY_KEYS and getattr(controller, f.name) != f.default
+                if f.name not in _ALL_POLICY_KEYS and getattr(controller, f.name) != getattr(SHIPPED, f.name)
             )
             if ignored:
                 raise ValueError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from oasis.robot.scheduling import ControllerConfig
+from oasis.robot.scheduling import SHIPPED, ControllerConfig
 
 DEFAULT_USER_AGENT = "OasisRobot/0.1 (+https://example.invalid/oasis; topic-specific research crawler)"
 ROBOTS_AGENT = "OasisRobot"  # the product token matched against robots.txt User-agent lines
@@ -66,7 +66,7 @@ class RobotConfig:
     process_batch: int = 16  # responses the processor takes at once (one Score call)
     engine_timeout: float = 30.0
     state_dir: Path | None = None
-    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    controller: ControllerConfig = field(default_factory=lambda: SHIPPED)  # the robot as shipped
     q_table: Path | None = None  # the robot's own Q-table: loaded if present, saved as it learns
     initial_q_table: Path | None = None  # the table to start from while q_table does not exist yet
     extra: dict[str, float] = field(default_factory=dict)  # controller config passthrough

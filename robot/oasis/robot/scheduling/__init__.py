@@ -4,7 +4,7 @@ Pure domain code (no grpc). The public interface is :mod:`oasis.robot.scheduling
 :class:`RequestController` protocol and the types it exchanges); :func:`make_controller` builds one.
 """
 
-from oasis.robot.scheduling.config import ControllerConfig
+from oasis.robot.scheduling.config import SHIPPED, ControllerConfig
 from oasis.robot.scheduling.controller import POLICIES, make_controller
 from oasis.robot.scheduling.equations import q_update, reward, whittle_index
 from oasis.robot.scheduling.frontier import Frontier
@@ -32,6 +32,7 @@ __all__ = [
     "MODIFIED",
     "NEW",
     "POLICIES",
+    "SHIPPED",
     "STATE_NAMES",
     "UNCHANGED",
     "ControllerConfig",

@@ -23,7 +23,8 @@ class ControllerConfig:
     recrawl_rekey: int = 64  # retrieved arms whose re-crawl index is re-computed per next_batch (round robin)
     learn: bool = True  # False: use the Q-table as it is (evaluating transferred tables; the prior applies)
     # initial Q of a state the table has never seen: "zero" (the paper: q_init everywhere) or "parent" (the
-    # parent relevance of the document that first reaches it: start as fringe-greedy, learn from there)
+    # parent relevance of the document that first reaches it: start as fringe-greedy, learn from there) or
+    # "anchor" (parent relevance + the link's anchor-text relevance: start as greedy-anchor)
     prior: str = "parent"
     # a fringe document linked again by a more relevant page than any before: "restate" re-derives its feature
     # state (generalising, hybrid; a hybrid URL's own entry is kept) from that page's relevance and anchor and
@@ -40,9 +41,16 @@ class ControllerConfig:
             raise ValueError(f"gamma must be in [0, 1), got {self.gamma}")
         if not 0.0 <= self.epsilon <= 1.0:
             raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
-        if self.prior not in ("zero", "parent"):
-            raise ValueError(f"prior must be 'zero' or 'parent', got {self.prior!r}")
+        if self.prior not in ("zero", "parent", "anchor"):
+            raise ValueError(f"prior must be 'zero', 'parent' or 'anchor', got {self.prior!r}")
         if self.rediscovery not in ("keep", "restate"):
             raise ValueError(f"rediscovery must be 'keep' or 'restate', got {self.rediscovery!r}")
         if self.recrawl_rekey < 1:
             raise ValueError("recrawl_rekey must be >= 1")
+
+
+# The robot as shipped (issue 10 item 4; ``oasis replay --policies whittle`` and the live robot's default):
+# the generalising state, the anchor prior (an unseen state starts as greedy-anchor's key) and the Eq. 10 step
+# size alpha = 0.2, chosen on the training split of docs/replay.md "The shipped robot" (synthetic seeds 1-3,
+# postgresql-doc-15) and never on the evaluation split.
+SHIPPED = ControllerConfig(state="generalising", prior="anchor", alpha=0.2)

@@ -13,7 +13,8 @@ re-crawl arms; the state groups of :mod:`~oasis.robot.scheduling.groups` for the
 the Whittle policy, the learning strategy (:mod:`~oasis.robot.scheduling.learning`).
 
     make_controller(policy, *, rng, config=ControllerConfig(), oracle=None, recrawl_index=None, q=None)
-        policy: "whittle" | "bfs" | "random" | "greedy-parent" | "greedy-oracle" (needs oracle(url) -> r)
+        policy: "whittle" | "bfs" | "random" | "greedy-parent" | "greedy-anchor" | "greedy-oracle" (needs
+        oracle(url) -> r)
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-POLICIES = ("whittle", "bfs", "random", "greedy-parent", "greedy-oracle")
+POLICIES = ("whittle", "bfs", "random", "greedy-parent", "greedy-anchor", "greedy-oracle")
 _REFETCH_KINDS = frozenset((MODIFIED, UNCHANGED))  # what a re-crawl finds (read as "new" on a first fetch)
 
 Oracle = Callable[[str], float]
@@ -474,26 +475,78 @@ class RandomController(_KeyedController):
         return self.rng.random()
 
 
-class GreedyParentController(_KeyedController):
-    """Practical best-first: the highest relevance among the retrieved pages that link to a document."""
+# The tie-break shared by every policy (issue 10: "same tie-break for all"): among fringe documents of equal
+# priority, the one with the larger parent relevance + anchor-text relevance goes first (then FIFO) -- the
+# order the Whittle controller keeps inside a state group (``_tie``). Keyed baselines fold it into their
+# float key with this weight; priorities closer than TIE_WEIGHT * 2 may swap (relevances are in [0, 1]).
+TIE_WEIGHT = 1e-7
 
-    name = "greedy-parent"
+
+class _TieBrokenController(_KeyedController):
+    """A best-first baseline whose key is ``primary + TIE_WEIGHT * (parent_rel + anchor_rel)``; a fringe
+    document linked again by a better page takes the best primary and tie seen (as best-first does)."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._tie = self.docs.column("d")
+        self._primary = self.docs.column("d")
+
+    def _primary_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        raise NotImplementedError
 
     def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
-        return ctx.parent_relevance if ctx.parent_url is not None else float("inf")
+        if ctx.parent_url is None:
+            self._primary[doc] = float("inf")
+            return float("inf")
+        self._tie[doc] = ctx.parent_relevance + ctx.anchor_relevance
+        self._primary[doc] = self._primary_for(doc, ctx)
+        return self._primary[doc] + TIE_WEIGHT * self._tie[doc]
+
+    def _rediscovered_primary(self, doc: int, parent_rel: float, anchor_rel: float) -> float:
+        return self._primary[doc]
+
+    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
+        docs = self.docs
+        primary = max(self._primary[doc], self._rediscovered_primary(doc, parent_rel, anchor_rel))
+        tie = max(self._tie[doc], parent_rel + anchor_rel)
+        key = primary + TIE_WEIGHT * tie
+        if key > docs.key[doc]:
+            self._primary[doc], self._tie[doc], docs.key[doc] = primary, tie, key
+            self._fringe.push(doc, key, docs.host_id[doc])
 
     def _fringe_value(self) -> float:
         top = self._fringe.peek()
         return max(top[1] if top is not None else 0.0, super()._fringe_value())
 
-    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
-        docs = self.docs
-        if parent_rel > docs.key[doc]:
-            docs.key[doc] = parent_rel
-            self._fringe.push(doc, parent_rel, docs.host_id[doc])
+
+class GreedyParentController(_TieBrokenController):
+    """Practical best-first: the highest relevance among the retrieved pages that link to a document."""
+
+    name = "greedy-parent"
+
+    def _primary_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        return ctx.parent_relevance
+
+    def _rediscovered_primary(self, doc: int, parent_rel: float, anchor_rel: float) -> float:
+        return parent_rel
 
 
-class GreedyOracleController(_KeyedController):
+class GreedyAnchorController(_TieBrokenController):
+    """Best-first by parent and anchor-text relevance (the practical best-first of focused crawlers): a
+    document's key is the best ``parent_rel + anchor_rel`` over the retrieved pages linking to it. It sees
+    exactly what the Whittle controller's generalising state sees (issue 10's strongest practical
+    baseline)."""
+
+    name = "greedy-anchor"
+
+    def _primary_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        return ctx.parent_relevance + ctx.anchor_relevance
+
+    def _rediscovered_primary(self, doc: int, parent_rel: float, anchor_rel: float) -> float:
+        return parent_rel + anchor_rel
+
+
+class GreedyOracleController(_TieBrokenController):
     """Fringe-greedy with oracle relevance: the document's own (unfetched) relevance, from ``oracle``."""
 
     name = "greedy-oracle"
@@ -502,12 +555,8 @@ class GreedyOracleController(_KeyedController):
         super().__init__(**kw)
         self.oracle = oracle
 
-    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+    def _primary_for(self, doc: int, ctx: DiscoveryContext) -> float:
         return float(self.oracle(ctx.url))
-
-    def _fringe_value(self) -> float:
-        top = self._fringe.peek()
-        return max(top[1] if top is not None else 0.0, super()._fringe_value())
 
 
 class WhittleController(_Controller):
@@ -559,10 +608,15 @@ class WhittleController(_Controller):
         return self.learning.index(state) if state is not None else 0.0
 
     def _fringe_value(self) -> float:
-        # the learned index of the best group; before the Q-table knows anything, the mean first-retrieval
-        # reward so far (the expected immediate reward of a fringe fetch) is the floor
+        """The best fringe arm's value in the re-crawl index's unit, relevance gained per fetch (one queue in
+        one unit, docs/replay.md "One queue in one unit"): v(x) = Q(x,1) - Q(x,0) = (1 - gamma) Q(x,1) for a
+        fringe state (its passive control keeps it and earns 0), so v(x) / (1 - gamma) = Q(x,1), the expected
+        relevance of the fetch plus gamma times what the children it discovers are worth (Eqs. 9-11). With the
+        parent prior an unseen state reads its parent's relevance, as greedy-parent's key. Floored by the
+        running mean of recent first-retrieval rewards (issue 16)."""
         top = self.queue.peek_key()
-        return max(top if top is not None else 0.0, super()._fringe_value())
+        value = top / (1.0 - self.config.gamma) if top is not None else 0.0
+        return max(value, super()._fringe_value())
 
     def _add_to_group(self, doc: int, state: str) -> None:
         groups = self.groups
@@ -690,6 +744,8 @@ def make_controller(
         return RandomController(**common)
     if policy == "greedy-parent":
         return GreedyParentController(**common)
+    if policy == "greedy-anchor":
+        return GreedyAnchorController(**common)
     if policy == "greedy-oracle":
         if oracle is None:
             raise ValueError("policy 'greedy-oracle' needs an oracle relevance function")

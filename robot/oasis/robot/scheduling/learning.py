@@ -37,7 +37,8 @@ class WhittleLearning:
         cfg = self.config = config
         self._table = table
         q_table = q if q is not None else QTable(cfg.q_init)
-        self.prior = cfg.prior == "parent"
+        self.prior = cfg.prior in ("parent", "anchor")
+        self._anchor_prior = cfg.prior == "anchor"  # the prior adds the anchor text's relevance (issue 10)
         # the paper's parent state is the identity of the *first* discovering document, and a url state never
         # changes: only the feature states (generalising, hybrid) are re-derived on rediscovery, and only with
         # the parent prior (with prior "zero" an unseen new state would read 0 and push the document back)
@@ -120,6 +121,8 @@ class WhittleLearning:
                 state = own  # the URL's own learned entry; else the generalising one (also aux: seeded once)
         if self.prior and state not in rows:
             p = parent_rel if parent_url is not None else 1.0
+            if self._anchor_prior:
+                p += anchor_rel
             self.q.seed(state, self.config.gamma * p, p)
         self.states[doc] = state
         return state
@@ -136,7 +139,8 @@ class WhittleLearning:
         if self.hybrid:
             self.aux[doc] = state
         if self.prior and state not in self._rows:
-            self.q.seed(state, self.config.gamma * parent_rel, parent_rel)
+            p = parent_rel + anchor_rel if self._anchor_prior else parent_rel
+            self.q.seed(state, self.config.gamma * p, p)
         return state
 
     def index(self, state: str) -> float:

@@ -375,6 +375,35 @@ def recrawl_index(
     return whittle_index(x, alpha, u, cost)
 
 
+def freshness_index(relevance: float, change_rate: float, age: float) -> float:
+    """Whittle index of a re-crawl arm for time-averaged freshness (the objective P = integral of min(R, F)
+    of papers/004, where a copy counts while it is fresh), derived in docs/replay.md "One queue in one unit".
+
+    A document of relevance r changes as a Poisson process of rate lam; it earns r per unit time while its
+    copy is fresh (P(fresh at age a) = e^{-lam a}) and a passive arm earns a subsidy W per unit time (a
+    crawl forgoes one unit). The threshold policy "re-crawl at age tau" earns on average
+    g(tau) = (r (1 - e^{-lam tau}) / lam + W (tau - 1)) / tau; g'(tau) = 0 gives the subsidy at which
+    re-crawling at age tau is optimal, W(tau) = r [(1 - e^{-lam tau}) / lam - tau e^{-lam tau}]: the fresh
+    time a re-crawl now buys, (1 - e^{-lam a}) / lam, minus what waiting still earns. It increases in the
+    age from 0 (just fetched) to r / lam (a copy surely stale is worth its expected fresh time after a
+    refresh): a document that changes faster than it can be kept fresh is worth less, unlike papers/002's
+    ephemeral index (which tends to r whatever the rate). Unit: relevance x time (fresh time gained per
+    fetch); for lam a -> 0 it is r lam a^2 / 2.
+    """
+    if not (relevance >= 0 and math.isfinite(relevance)):
+        raise ValueError(f"relevance must be finite and >= 0, got {relevance}")
+    if not (change_rate >= 0 and math.isfinite(change_rate)):
+        raise ValueError(f"change_rate must be finite and >= 0, got {change_rate}")
+    if not age >= 0:
+        raise ValueError(f"age must be >= 0, got {age}")
+    x = change_rate * age
+    if relevance == 0.0 or x == 0.0:
+        return 0.0
+    if x < 1e-4:  # series of (1 - e^-x) - x e^-x = x^2/2 - x^3/3 + ... (no cancellation)
+        return relevance * age * (x / 2.0 - x * x / 3.0)
+    return relevance * (-math.expm1(-x) - x * math.exp(-x)) / change_rate
+
+
 # ---------------------------------------------------------------------------------------------------------
 # (d) Re-crawl hooks for the request controller: ``hook(arm, now) -> float`` in the fringe's unit (relevance)
 # ---------------------------------------------------------------------------------------------------------
@@ -435,7 +464,13 @@ class PerDocumentTracker:
 
 
 class WhittleRecrawl(PerDocumentTracker):
-    """``recrawl_index`` hook: per-document change-rate estimate + the ephemeral Whittle index.
+    """``recrawl_index`` hook: per-document change-rate estimate + a Whittle index.
+
+    ``index="freshness"`` (default): :func:`freshness_index` (the index of time-averaged freshness, the
+    objective P = integral of min(R, F)) times the pooled prior rate, i.e. in relevance gained per fetch: a
+    new page of relevance r found now stays fresh 1 / lam_prior on average, so it is worth r x 1 / lam_prior
+    in the index's unit, and dividing both by 1 / lam_prior puts re-crawl arms in the fringe's unit.
+    ``index="ephemeral"``: papers/002 Theorem 1 (:func:`recrawl_index`), the index before issue 10.
 
     Each call compares the arm's fetch/change counters with the ones it saw last time; a new fetch adds one
     observation (interval since the previous fetch, changed or not) to that document's
@@ -455,11 +490,15 @@ class WhittleRecrawl(PerDocumentTracker):
         prior_rate: float | None = 0.1,
         window: int = 256,
         pooled: bool = True,
+        index: str = "freshness",
     ) -> None:
         if not period > 0:
             raise ValueError("period must be > 0")
+        if index not in ("freshness", "ephemeral"):
+            raise ValueError(f"index must be 'freshness' or 'ephemeral', got {index!r}")
         super().__init__()
         self.period = period
+        self.index = index
         if prior_rate is None and not pooled:
             raise ValueError("a scale-free prior (prior_rate=None) needs pooled=True")
         self.prior_rate = prior_rate
@@ -489,4 +528,170 @@ class WhittleRecrawl(PerDocumentTracker):
         if self.pool is not None:
             self.pool.clock(arm.last_fetch, now)
         rate = self.rate(arm)
-        return recrawl_index(arm.relevance, rate, max(0.0, now - arm.last_fetch), period=self.period)
+        age = max(0.0, now - arm.last_fetch)
+        if self.index == "ephemeral":
+            return recrawl_index(arm.relevance, rate, age, period=self.period)
+        # the freshness index (relevance x fresh time gained) over the fresh time a new page buys, 1 /
+        # lam_prior (the rate a page not yet observed is expected to have): relevance per fetch, the unit of
+        # the fringe value (docs/replay.md "One queue in one unit")
+        prior = self.pool.rate() if self.pool is not None else (self.prior_rate or 1.0)
+        return freshness_index(arm.relevance, rate, age) * prior
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (e) Baseline re-crawl schedules (uniform, Nutch's AdaptiveFetchSchedule) and their hook
+# ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class UniformSchedule:
+    """Re-crawl every document every ``interval`` time units, whatever it does (Cho & Garcia-Molina's
+    uniform policy). At a fixed budget of B fetches per tick over D documents, interval = D / B ticks,
+    which is the same as always fetching the document with the largest age (round robin)."""
+
+    interval: float
+
+    def __post_init__(self) -> None:
+        if not (self.interval > 0 and math.isfinite(self.interval)):
+            raise ValueError(f"interval must be finite and > 0, got {self.interval}")
+
+    def next_interval(self, interval: float, changed: bool) -> float:
+        return self.interval
+
+    def next_fetch(
+        self, fetch_time: float, interval: float, changed: bool, modified_time: float
+    ) -> tuple[float, float]:
+        """(next interval, time the document is next due)."""
+        return self.interval, fetch_time + self.interval
+
+    def priority(self, age: float, interval: float) -> float:
+        """Overdue ratio age / interval; a document is due at >= 1."""
+        return age / self.interval
+
+
+@dataclass(frozen=True, kw_only=True)
+class AdaptiveFetchSchedule:
+    """Apache Nutch's AdaptiveFetchSchedule rule (org.apache.nutch.crawl.AdaptiveFetchSchedule).
+
+    After each re-fetch the document's interval is multiplied by (1 + inc_rate) if the page was not modified
+    and by (1 - dec_rate) if it was. With ``sync_delta`` (Nutch's db.fetch.schedule.adaptive.sync_delta,
+    default true) the schedule then synchronises with the time of the last change: delta = fetch time -
+    modified time; if delta > interval the interval becomes delta; the reference time moves back by
+    round(delta * sync_delta_rate) (db.fetch.schedule.adaptive.sync_delta_rate = 0.3). The interval is
+    clamped to [min_interval, max_interval] and the page is next due at reference time + interval. Defaults
+    are Nutch's nutch-default.xml values (inc_rate = 0.4, dec_rate = 0.2, min_interval = 60 s, max_interval =
+    365 days) in seconds; pass values in your own time unit. A change/no-change observation does not carry
+    the server's last-modified time, so callers estimate it from observed change times
+    (:class:`ScheduleRecrawl`: the middle of the last interval in which a change was seen).
+    """
+
+    inc_rate: float = 0.4
+    dec_rate: float = 0.2
+    min_interval: float = 60.0
+    max_interval: float = 365.0 * 24 * 3600
+    initial_interval: float = 30.0 * 24 * 3600  # db.fetch.interval.default
+    sync_delta: bool = True
+    sync_delta_rate: float = 0.3
+
+    def __post_init__(self) -> None:
+        if not self.inc_rate >= 0:
+            raise ValueError("inc_rate must be >= 0")
+        if not 0 <= self.dec_rate < 1:
+            raise ValueError("dec_rate must be in [0, 1)")
+        if not 0 < self.min_interval <= self.max_interval:
+            raise ValueError("need 0 < min_interval <= max_interval")
+        if not self.min_interval <= self.initial_interval <= self.max_interval:
+            raise ValueError("initial_interval must lie in [min_interval, max_interval]")
+        if not 0 <= self.sync_delta_rate <= 1:
+            raise ValueError("sync_delta_rate must be in [0, 1]")
+
+    def next_interval(self, interval: float, changed: bool) -> float:
+        # Nutch AdaptiveFetchSchedule.setFetchSchedule: MODIFIED -> *(1 - DEC_RATE),
+        # NOTMODIFIED -> *(1 + INC_RATE)
+        nxt = interval * (1.0 - self.dec_rate) if changed else interval * (1.0 + self.inc_rate)
+        return min(self.max_interval, max(self.min_interval, nxt))
+
+    def next_fetch(
+        self, fetch_time: float, interval: float, changed: bool, modified_time: float
+    ) -> tuple[float, float]:
+        """Nutch's setFetchSchedule: (next interval, time the document is next due)."""
+        nxt = interval * (1.0 - self.dec_rate) if changed else interval * (1.0 + self.inc_rate)
+        ref = fetch_time
+        if self.sync_delta:
+            delta = fetch_time - (modified_time if modified_time > 0 else fetch_time)
+            if delta > nxt:
+                nxt = delta
+            ref = fetch_time - round(delta * self.sync_delta_rate)
+        nxt = min(self.max_interval, max(self.min_interval, nxt))
+        return nxt, ref + nxt
+
+    def priority(self, age: float, interval: float) -> float:
+        """Overdue ratio age / interval; a document is due at >= 1 (most overdue first at equal budget)."""
+        if interval <= 0:
+            raise ValueError("interval must be > 0")
+        return age / interval
+
+
+class ScheduleRecrawl(PerDocumentTracker):
+    """``recrawl_index`` hook for the baselines: a document is due once ``now`` reaches its due time (every
+    ``interval`` for :class:`UniformSchedule`; Nutch's adaptive interval and SYNC_DELTA for
+    :class:`AdaptiveFetchSchedule`); a due document is worth its relevance (relevance-aware, as Nutch's
+    generator ranks due pages by score, so both baselines compete with the fringe in the same unit as the
+    Whittle index), times how overdue it is (age / interval, so the most overdue of equal relevance goes
+    first); one not due is worth a vanishing fraction of that (``NOT_DUE_WEIGHT``): it is fetched only when
+    nothing else would be, most overdue first. The modified time SYNC_DELTA needs is estimated from what
+    re-crawls observe: the middle of the last interval in which a change was seen."""
+
+    def __init__(self, schedule: UniformSchedule | AdaptiveFetchSchedule, *, initial_interval: float) -> None:
+        if not initial_interval > 0:
+            raise ValueError("initial_interval must be > 0")
+        super().__init__()
+        self.schedule = schedule
+        self.initial_interval = initial_interval
+        self._due: dict[str, float] = {}
+        self._modified: dict[str, float] = {}
+
+    def _first_seen(self, arm: CrawledDoc) -> DocHistory:
+        self._due[arm.url] = arm.last_fetch + self.initial_interval
+        return DocHistory(
+            fetches=arm.fetches,
+            changes=arm.changes,
+            last_fetch=arm.last_fetch,
+            estimator=ChangeRateEstimator(),
+            interval=self.initial_interval,
+        )
+
+    def _history(self, arm: CrawledDoc) -> DocHistory:
+        h = self._docs.get(arm.url)
+        if h is not None and arm.fetches > h.fetches:
+            changed = arm.changes > h.changes
+            if changed:  # a change somewhere in (previous fetch, this fetch]: its expected time is the middle
+                self._modified[arm.url] = 0.5 * (h.last_fetch + arm.last_fetch)
+            modified = self._modified.get(arm.url, 0.0)
+            h.interval, self._due[arm.url] = self.schedule.next_fetch(
+                arm.last_fetch, h.interval, changed, modified
+            )
+            h.fetches, h.changes, h.last_fetch = arm.fetches, arm.changes, arm.last_fetch
+            return h
+        return super()._history(arm)
+
+    def _fetched(self, h: DocHistory, interval: float, changed: bool) -> None:  # pragma: no cover - unused
+        h.interval = self.schedule.next_interval(h.interval, changed)
+
+    def interval(self, arm: CrawledDoc) -> float:
+        return self._history(arm).interval
+
+    def due(self, arm: CrawledDoc) -> float:
+        self._history(arm)
+        return self._due[arm.url]
+
+    # weight of a document that is not due yet: it ranks below every fringe page of positive value, so it
+    # only uses fetches that would otherwise idle (the schedule spends the same budget as the other policies)
+    NOT_DUE_WEIGHT = 1e-9
+
+    def __call__(self, arm: CrawledDoc, now: float) -> float:
+        h = self._history(arm)
+        overdue = (now - arm.last_fetch) / h.interval
+        if now < self._due[arm.url]:
+            return self.NOT_DUE_WEIGHT * arm.relevance * overdue
+        return arm.relevance * max(1.0, overdue)

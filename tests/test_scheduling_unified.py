@@ -1,0 +1,119 @@
+"""One queue in one unit (issue 10 item 3): fringe and re-crawl arms compared in relevance gained per fetch.
+
+Hand-worked cases of docs/replay.md "One queue in one unit": the Whittle controller's fringe value is
+v(x) / (1 - gamma) = Q(x, 1); with the parent prior an unseen state is worth its parent's relevance, the same
+number greedy-parent uses; a re-crawl arm is fetched only when its ephemeral Whittle index (papers/002
+Theorem 1, at most r P(changed)) is larger.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+
+from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, RecrawlArm, make_controller
+from oasis.robot.scheduling.controller import WhittleController
+from oasis.robot.scheduling.recrawl import WhittleRecrawl, freshness_index, recrawl_index
+
+
+def fixed_index(value: float):  # type: ignore[no-untyped-def]
+    return lambda arm, now: value if now > arm.last_fetch else 0.0
+
+
+@pytest.mark.parametrize("gamma", [0.5, 0.8])
+def test_unseen_state_is_worth_its_parent_relevance(gamma: float) -> None:
+    """Seed s (r 0.4) -> x. Prior: Q(x,1) = 0.4, Q(x,0) = gamma 0.4, v = (1 - gamma) 0.4; the fringe value
+    in the re-crawl unit is v / (1 - gamma) = 0.4 (the running-mean floor after one first fetch of g = 0.4
+    is 0.4 too)."""
+    for value, first in ((0.39, "http://h/x"), (0.41, "http://h/s")):
+        ctl = make_controller(
+            "whittle",
+            rng=random.Random(0),
+            config=ControllerConfig(gamma=gamma),
+            recrawl_index=fixed_index(value),
+        )
+        assert isinstance(ctl, WhittleController)
+        ctl.add_seeds(["http://h/s"])
+        assert ctl.next_batch(1, 0.0) == ["http://h/s"]
+        ctl.report(FetchOutcome("http://h/s", "new", 0.4, [Discovered("http://h/x")]), 0.0)
+        assert ctl._fringe_value() == pytest.approx(0.4)
+        # a re-crawl arm worth 0.39 per fetch waits; one worth 0.41 goes first
+        assert ctl.next_batch(1, 1.0) == [first]
+
+
+def test_learned_state_value_counts_its_children() -> None:
+    """After learning, Q(x,1) = g + gamma sum max Q(children) (Eq. 10 with alpha = 1): the fringe value of
+    a state whose pages lead to relevant children is above its immediate relevance."""
+    cfg = ControllerConfig(gamma=0.5, alpha=1.0, state="parent")
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
+    assert isinstance(ctl, WhittleController)
+    ctl.add_seeds(["http://h/s"])
+    ctl.next_batch(1, 0.0)
+    # s (r .2) -> a, b (state p:s, prior Q(.,1) = .2)
+    ctl.report(
+        FetchOutcome("http://h/s", "new", 0.2, [Discovered("http://h/a"), Discovered("http://h/b")]), 0
+    )
+    assert ctl.next_batch(1, 1.0) == ["http://h/a"]
+    # a (r .1) discovers c (new state p:a, prior Q(p:a,1) = .1): Q(p:s,1) = .1 + .5 (.1) = .15 (alpha 1)
+    ctl.report(FetchOutcome("http://h/a", "new", 0.1, [Discovered("http://h/c")]), 1.0)
+    q1 = ctl.q.get("p:http://h/s", 1)
+    assert q1 == pytest.approx(0.15)
+    # best group: p:s (b) with v = (1 - .5) .15 = .075 vs p:a (c) with v = .05 -> fringe value .15, floored
+    # by the running mean of first rewards (.2 + .1) / 2 = .15
+    assert ctl._fringe_value() == pytest.approx(0.15)
+
+
+def test_recrawl_index_is_at_most_relevance_times_change_probability() -> None:
+    """Theorem 1's index is in the fringe's unit: 0 just after a fetch, <= r (1 - e^{-lam a}), -> r."""
+    r, lam = 0.8, 0.05
+    assert recrawl_index(r, lam, 0.0) == 0.0
+    for age in (1.0, 5.0, 20.0, 100.0):
+        assert 0.0 <= recrawl_index(r, lam, age) <= r * -math.expm1(-lam * age) + 1e-12
+    assert recrawl_index(r, lam, 1e5) == pytest.approx(r, rel=1e-6)
+
+
+def test_freshness_index_hand_worked() -> None:
+    # r = 1, lam = 0.1, a = 10: x = 1, W = (1 - e^-1 - e^-1) / 0.1 = (1 - 2/e) / 0.1
+    assert freshness_index(1.0, 0.1, 10.0) == pytest.approx((1 - 2 / math.e) / 0.1)
+    assert freshness_index(0.5, 0.01, 1e5) == pytest.approx(50.0)  # surely stale: r / lam
+    assert freshness_index(0.5, 0.0, 10.0) == 0.0 and freshness_index(0.5, 0.1, 0.0) == 0.0
+    # small lam a: r lam a^2 / 2, continuous across the series switch at x = 1e-4
+    lo, hi = freshness_index(1.0, 1e-5, 9.999), freshness_index(1.0, 1e-5, 10.001)
+    assert lo == pytest.approx(1e-5 * 9.999**2 / 2, rel=1e-3) and hi == pytest.approx(
+        1e-5 * 10.001**2 / 2, rel=1e-3
+    )
+    # increasing in age
+    ws = [freshness_index(0.7, 0.05, a) for a in range(0, 200, 5)]
+    assert all(b > a for a, b in itertools.pairwise(ws))
+
+
+@pytest.mark.parametrize(("lam", "tau"), [(0.05, 10.0), (0.2, 3.0), (0.01, 40.0)])
+def test_freshness_index_is_the_indifference_subsidy(lam: float, tau: float) -> None:
+    """With subsidy W = W(tau), the average reward g(t) = (r (1 - e^{-lam t}) / lam + W (t - 1)) / t of
+    "re-crawl at age t" is largest at t = tau (checked on a fine grid)."""
+    r = 0.8
+    w = freshness_index(r, lam, tau)
+
+    def g(t: float) -> float:
+        return (r * -math.expm1(-lam * t) / lam + w * (t - 1.0)) / t
+
+    grid = [tau * k / 400 for k in range(40, 1600)]
+    best = max(grid, key=g)
+    assert best == pytest.approx(tau, rel=0.01)
+
+
+def test_whittle_hook_is_in_relevance_per_fetch() -> None:
+    """The hook returns W(a) x lam_pool: a page with the pooled rate gives r [(1 - e^{-x}) - x e^{-x}] <= r
+    P(stale); before any observation lam_pool = lam0 = 0.1."""
+    hook = WhittleRecrawl()
+    arm = RecrawlArm(url="http://h/a", relevance=0.6, last_fetch=0.0, first_fetch=0.0, fetches=1, changes=0)
+    x = 0.1 * 7.0
+    assert hook(arm, 7.0) == pytest.approx(0.6 * (-math.expm1(-x) - x * math.exp(-x)))
+    assert hook(arm, 7.0) <= 0.6 * -math.expm1(-x)
+    eph = WhittleRecrawl(index="ephemeral")
+    assert eph(arm, 7.0) == pytest.approx(recrawl_index(0.6, 0.1, 7.0))
+    with pytest.raises(ValueError):
+        WhittleRecrawl(index="nope")
