@@ -50,6 +50,9 @@ class RobotSettings:
     min_delay: float = 0.02
     max_in_flight: int = 4
     max_pages: int = 0
+    pages_per_second: float = 0.0  # each robot's page budget per second (0: none)
+    recrawl: str = "none"  # "whittle": re-crawl retrieved pages (the robot maintains its topic, never stops)
+    recrawl_period: float = 60.0  # seconds per scheduler period T of the re-crawl index
     min_relevance: float = 0.15  # pages below this r(i) are crawled through but not indexed
     controller_config: Path | None = None  # every robot's request-controller parameters (JSON or TOML)
     initial_q_table: Path | None = None  # every robot's starting Q-table while it has none of its own
@@ -59,6 +62,28 @@ class RobotSettings:
             raise ConfigError("robot: min_relevance must be in [0, 1]")
         if self.min_delay < 0 or self.max_in_flight < 1 or self.max_pages < 0:
             raise ConfigError("robot: min_delay >= 0, max_in_flight >= 1, max_pages >= 0 required")
+        if self.pages_per_second < 0 or self.recrawl_period <= 0:
+            raise ConfigError("robot: pages_per_second >= 0 and recrawl_period > 0 required")
+        if self.recrawl not in ("none", "whittle"):
+            raise ConfigError(f"robot: recrawl must be 'none' or 'whittle', got {self.recrawl!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebChanges:
+    """The living web's Poisson change rates, per live page per second ([web] of the cluster TOML)."""
+
+    modify_rate: float = 0.0
+    delete_rate: float = 0.0
+    create_rate: float = 0.0
+    seed: int = 0
+    evaluate_seconds: float = 2.0  # the live evaluator's period (R, F, M per topic)
+
+    def __post_init__(self) -> None:
+        for name in ("modify_rate", "delete_rate", "create_rate"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"web: {name} must be >= 0")
+        if self.evaluate_seconds <= 0:
+            raise ConfigError("web: evaluate_seconds must be > 0")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +96,7 @@ class ClusterConfig:
     max_concurrent_queries: int = 64  # the broker refuses more with RESOURCE_EXHAUSTED
     web_corpus: str | None = None
     robot: RobotSettings = field(default_factory=RobotSettings)
+    web_changes: WebChanges = field(default_factory=WebChanges)
 
     def __post_init__(self) -> None:
         if not self.topics:
@@ -152,11 +178,21 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
             default_deadline_ms=int(cluster.get("default_deadline_ms", 1000)),
             max_concurrent_queries=int(cluster.get("max_concurrent_queries", 64)),
             web_corpus=web.get("corpus"),
+            web_changes=WebChanges(
+                modify_rate=float(web.get("modify_rate", 0.0)),
+                delete_rate=float(web.get("delete_rate", 0.0)),
+                create_rate=float(web.get("create_rate", 0.0)),
+                seed=int(web.get("change_seed", 0)),
+                evaluate_seconds=float(web.get("evaluate_seconds", 2.0)),
+            ),
             robot=RobotSettings(
                 policy=str(robot.get("policy", "whittle")),
                 min_delay=float(robot.get("min_delay", 0.02)),
                 max_in_flight=int(robot.get("max_in_flight", 4)),
                 max_pages=int(robot.get("max_pages", 0)),
+                pages_per_second=float(robot.get("pages_per_second", 0.0)),
+                recrawl=str(robot.get("recrawl", "none")),
+                recrawl_period=float(robot.get("recrawl_period", 60.0)),
                 min_relevance=float(robot.get("min_relevance", 0.15)),
                 controller_config=_path(robot, "controller_config", "[robot]", base_dir),
                 initial_q_table=_path(robot, "initial_q_table", "[robot]", base_dir),

@@ -198,7 +198,7 @@ class Cluster:
         previous = self._procs.pop(name, None)
         if previous is not None:
             previous.poll()  # a child of ours that died (kill -9): reap it; its Popen is not left "running"
-        grpc_health = record.kind != "web"
+        grpc_health = record.kind not in ("web", "evaluator")
         return self.start(
             record.name, record.kind, record.argv, port=record.port, timeout=timeout, grpc_health=grpc_health
         )
@@ -305,10 +305,11 @@ def bring_up(
 def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
     """The replayed web (``python -m oasis.web``) and one robot per topic engine, seeded from the web."""
     assert config.web_corpus is not None
+    web_argv = ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level]
     web = cluster.start(
         "replayed-web",
         "web",
-        ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level],
+        web_argv + web_change_args(config),
         timeout=timeout,
         grpc_health=False,
     )
@@ -330,6 +331,27 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
             log_level=log_level,
         )
         cluster.start(f"{ROBOT_PREFIX}{engine.name}", "robot", argv, timeout=timeout)
+    if web.extra.get("truth"):  # a living web: measure R, F, M per topic against its ground truth
+        evaluator = [
+            "-m", "oasis.cluster.evaluator",
+            "--state-dir", str(cluster.state_dir),
+            "--interval", str(config.web_changes.evaluate_seconds),
+            "--min-relevance", str(config.robot.min_relevance),
+            "--log-level", log_level,
+        ]  # fmt: skip
+        cluster.start("evaluator", "evaluator", evaluator, timeout=timeout, grpc_health=False)
+
+
+def web_change_args(config: ClusterConfig) -> list[str]:
+    """``python -m oasis.web`` flags of the living web: versions and ground truth, the change rates."""
+    w = config.web_changes
+    return [
+        "--living",
+        "--modify-rate", str(w.modify_rate),
+        "--delete-rate", str(w.delete_rate),
+        "--create-rate", str(w.create_rate),
+        "--change-seed", str(w.seed),
+    ]  # fmt: skip
 
 
 def robot_argv(
@@ -358,6 +380,9 @@ def robot_argv(
         "--min-delay", str(rs.min_delay),
         "--max-in-flight", str(rs.max_in_flight),
         "--max-pages", str(rs.max_pages),
+        "--pages-per-second", str(rs.pages_per_second),
+        "--recrawl", rs.recrawl,
+        "--recrawl-period", str(rs.recrawl_period),
         "--min-relevance", str(rs.min_relevance),
         "--allow-private",
         "--autostart",

@@ -8,7 +8,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from oasis.robot.app import Q_TABLE_FILE, add_robot_arguments, build_crawler, config_from_args, resume_crawler
+from oasis.robot.app import (
+    Q_TABLE_FILE,
+    add_rates_arguments,
+    add_robot_arguments,
+    build_crawler,
+    config_from_args,
+    resume_crawler,
+)
 from oasis.robot.engine_port import RobotEngineError
 from oasis.robot.servicer import RobotServicer, add_robot_servicer
 from oasis.runtime.service import ServerConfig, build_server, configure_logging, run_until_signal
@@ -28,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine-wait", type=float, default=30.0, help="seconds to wait for the engine at start")
     p.add_argument("--log-level", default="INFO")
     add_robot_arguments(p, q_table_default=f"STATE_DIR/{Q_TABLE_FILE}")
+    add_rates_arguments(p, rates_default="STATE_DIR/rates.json with --recrawl whittle")
     return p
 
 

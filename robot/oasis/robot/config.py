@@ -50,6 +50,7 @@ class RobotConfig:
     min_relevance: float = 0.0  # pages scored below this are not indexed (still reported to the controller)
     content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
     max_pages: int = 0  # 0 = no limit
+    pages_per_second: float = 0.0  # the page budget per time unit (0 = no budget beyond politeness)
     checkpoint_interval: int = 100  # pages processed between checkpoints
     index_batch: int = 32  # documents per acknowledged Index batch
     index_flush_seconds: float = 2.0  # ... or sooner when the oldest unsent document is this old
@@ -61,6 +62,8 @@ class RobotConfig:
     controller: ControllerConfig = field(default_factory=ControllerConfig)
     q_table: Path | None = None  # the robot's own Q-table: loaded if present, saved as it learns
     initial_q_table: Path | None = None  # the table to start from while q_table does not exist yet
+    rates: Path | None = None  # the re-crawl change-rate estimates: loaded if present, saved with q_table
+    initial_rates: Path | None = None  # estimates to start from while ``rates`` does not exist yet
     extra: dict[str, float] = field(default_factory=dict)  # controller config passthrough
 
     def __post_init__(self) -> None:
@@ -93,6 +96,8 @@ class RobotConfig:
         ):
             if getattr(self, attr) < 1:
                 raise ValueError(f"{attr} must be >= 1, got {getattr(self, attr)}")
+        if not (self.pages_per_second >= 0 and self.pages_per_second < float("inf")):
+            raise ValueError(f"pages_per_second must be finite and >= 0, got {self.pages_per_second}")
         if self.max_redirects < 0 or self.max_pages < 0 or self.target_queue < 0:
             raise ValueError("max_redirects, max_pages and target_queue must be >= 0")
         if not 0.0 <= self.min_relevance <= 1.0:
