@@ -41,11 +41,11 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -93,6 +93,10 @@ class PageState:
         return f'"v{self.version}"'
 
 
+class HeaderLookup(Protocol):
+    def get(self, name: str, /) -> str | None: ...
+
+
 class LivingWeb:
     """The changing state of a corpus (corpus URLs). Thread-safe; :meth:`start` runs the change processes."""
 
@@ -108,7 +112,8 @@ class LivingWeb:
         self.rates = rates
         self._clock = clock
         self._rng = np.random.default_rng(seed)
-        reserve = [str(u) for u in corpus.meta.get("reserve", []) or []]  # type: ignore[union-attr]
+        held_back = corpus.meta.get("reserve") or []
+        reserve = [str(u) for u in held_back] if isinstance(held_back, list) else []
         self._reserve = [u for u in reserve if u in corpus.pages]
         held = set(self._reserve)
         now = clock()
@@ -280,7 +285,7 @@ class LivingWeb:
         at = base.rfind("</body>")
         return base[:at] + block + base[at:] if at >= 0 else base + block
 
-    def answer(self, url: str, headers: Mapping[str, str]) -> tuple[int, str | None, dict[str, str]]:
+    def answer(self, url: str, headers: HeaderLookup) -> tuple[int, str | None, dict[str, str]]:
         """(status, markup or None, response headers) for a GET of corpus URL ``url``."""
         with self._lock:
             state = self.states.get(url)
@@ -400,7 +405,8 @@ class TruthServer(ThreadingHTTPServer):
 
     @property
     def address(self) -> str:
-        return f"{self.server_address[0]}:{self.server_address[1]}"
+        host, port = self.server_address[:2]
+        return f"{host!s}:{port}"
 
     def start(self) -> TruthServer:
         self._thread = threading.Thread(
