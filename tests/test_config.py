@@ -7,12 +7,16 @@ import pytest
 from oasis.cluster.config import ConfigError, load_config, parse_config
 
 
-def test_builtin_default_has_three_topics_and_a_web() -> None:
+def test_builtin_default_has_three_topics_and_a_living_web() -> None:
     config = load_config(None)
-    assert [t.name for t in config.topics] == ["databases", "python", "web"]
+    assert [t.name for t in config.topics] == ["networking", "text", "concurrency"]
     assert all(t.keywords for t in config.topics)
-    assert config.web_corpus is not None and config.web_corpus.startswith("synthetic:")
+    assert config.web_corpus is not None and config.web_corpus.startswith("pydoc:")
     assert config.heartbeat_seconds < config.lease_seconds
+    # the main job's web changes and its robots maintain their topics on a page budget, not a page total
+    w, r = config.web_changes, config.robot
+    assert w.modify_rate > 0 and w.delete_rate > 0 and w.create_rate > 0
+    assert r.recrawl == "whittle" and r.pages_per_second > 0 and r.max_pages == 0
 
 
 def test_file_overrides(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ web's address file for the cluster's evaluator; robots are never given either. E
 * ``POST /texts {"urls": [...]}``: the title and text (as the robots' parser sees them) of current versions;
 * ``GET /stats``: the counts only;
 * ``POST /burst {"fraction": f}``, ``/modify {"url"}``, ``/delete {"url"}``, ``/create {"parent", "title",
-  "text"}``: changes on demand (tests and demos).
+  "text"}``: changes on demand (tests and demos); ``/pause {"paused": bool}`` holds the change processes.
 """
 
 from __future__ import annotations
@@ -127,6 +127,7 @@ class LivingWeb:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._created = 0
+        self.paused = False  # the change processes hold still (the evaluator's consistency checks)
 
     # ------------------------------------------------------------------ change processes
     def start(self) -> LivingWeb:
@@ -153,7 +154,7 @@ class LivingWeb:
 
     def advance(self, dt: float) -> int:
         """Apply the changes of ``dt`` seconds of the Poisson processes; returns the number of events."""
-        if dt <= 0 or self.rates.total <= 0:
+        if dt <= 0 or self.rates.total <= 0 or self.paused:
             return 0
         with self._lock:
             live = self.live_urls()
@@ -448,6 +449,9 @@ class TruthServer(ThreadingHTTPServer):
                 if text is not None:
                     out[str(served)] = text
             return 200, {"pages": out}
+        if path == "/pause":
+            lw.paused = bool(body.get("paused", True))
+            return 200, {"paused": lw.paused}
         if path == "/burst":
             return 200, {"modified": [s(u) for u in lw.burst(float(body.get("fraction", 0.5)))]}
         if path == "/modify":
