@@ -87,7 +87,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     demo = sub.add_parser("demo", help="the main job: cluster + robots crawl the built-in web + queries")
     _add_state_dir(demo)
     demo.add_argument("--config", type=Path, default=None)
-    demo.add_argument("--pages", type=int, default=150, help="wait until robots have indexed this many")
+    demo.add_argument("--pages", type=int, default=15, help="wait until robots have indexed this many")
     demo.add_argument("--wait", type=float, default=120.0, help="at most this many seconds of crawling")
     demo.add_argument(
         "--maintain", type=float, default=60.0, help="then watch R/F/M this many seconds as the web changes"
@@ -507,6 +507,48 @@ def _indexed_total(cluster: Cluster) -> int:
     )
 
 
+def quality_line(row: dict[str, Any], t0: float) -> str:
+    """One line of the demo's story: time, the web's changes, R/F/M and re-crawls per topic."""
+    w = row.get("web", {})
+    changes = f"{w.get('modified', 0)} mod {w.get('deleted', 0)} del {w.get('created', 0)} new"
+    parts = [f"t={row['time'] - t0:4.0f}s web {changes}"]
+    for topic, q in sorted(row.get("topics", {}).items()):
+        recrawls = q.get("robot", {}).get("recrawls", 0)
+        rfm = f"R {q['recall']:.2f} F {q['freshness']:.2f} M {q['M']:.2f}"
+        parts.append(f"{topic} {rfm} ({recrawls} re-crawls)")
+    return " | ".join(parts)
+
+
+def maintain_story(cluster: Cluster, seconds: float, every: float = 5.0) -> None:
+    """Print R/F/M as the web changes; a third of the way in, a site-wide update (half the pages modified)
+    shows freshness dropping and the robots bringing it back."""
+    from oasis.cluster.evaluator import truth_client
+    from oasis.cluster.quality import QUALITY_FILE, last_row
+
+    api = truth_client(cluster)
+    if api is None:
+        print("(a static web: no ground truth, no live R/F/M)")
+        return
+    series = cluster.state_dir / QUALITY_FILE
+    print(f"Maintaining for {seconds:.0f} s: the web changes, robots re-crawl (R/F/M vs the ground truth)")
+    start = time.time()
+    burst_done = False
+    try:
+        while time.time() - start < seconds:
+            time.sleep(every)
+            if not burst_done and time.time() - start >= seconds / 3:
+                burst_done = True
+                n = len(api.post("/burst", {"fraction": 0.5})["modified"])
+                print(f"-- a site-wide update: {n} pages modified at once; watch F drop and recover --")
+            row = last_row(series)
+            if row is not None:
+                print(quality_line(row, start))
+                sys.stdout.flush()
+    finally:
+        api.close()
+    print(f"plots of R/F/M over time: oasis report --state-dir {cluster.state_dir} --out report/")
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from oasis.runtime.clients import BrokerClient, ServiceError
 
@@ -529,9 +571,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         client = BrokerClient(_broker_address(cluster))
         try:
             for query in args.query or DEMO_QUERIES:
-                print_results(query, client.search(query, k=5))
+                print_results(query, client.search(query, k=3))
         finally:
             client.close()
+        if args.maintain > 0:
+            maintain_story(cluster, args.maintain)
         if args.exit:
             return 0
         print('The cluster keeps running: try `oasis search "..."` in another shell; Ctrl-C stops it.')
