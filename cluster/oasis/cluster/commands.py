@@ -533,6 +533,7 @@ def maintain_story(cluster: Cluster, seconds: float, every: float = 5.0) -> None
     print(f"Maintaining for {seconds:.0f} s: the web changes, robots re-crawl (R/F/M vs the ground truth)")
     start = time.time()
     burst_done = False
+    shown = None
     try:
         while time.time() - start < seconds:
             time.sleep(every)
@@ -541,7 +542,8 @@ def maintain_story(cluster: Cluster, seconds: float, every: float = 5.0) -> None
                 n = len(api.post("/burst", {"fraction": 0.5})["modified"])
                 print(f"-- a site-wide update: {n} pages modified at once; watch F drop and recover --")
             row = last_row(series)
-            if row is not None:
+            if row is not None and row.get("time") != shown:
+                shown = row.get("time")
                 print(quality_line(row, start))
                 sys.stdout.flush()
     finally:

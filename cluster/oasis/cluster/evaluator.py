@@ -42,6 +42,7 @@ logger = logging.getLogger("oasis.cluster.evaluator")
 
 TEXT_BATCH = 50  # page texts per /texts request
 CHANGE_KINDS = ("modified", "deleted", "created")
+MODEL_REFRESH = 0.25  # as oasis.engine.index.MODEL_REFRESH: the relevance model's IDF rebuild rule
 
 
 class TruthClient:
@@ -97,6 +98,7 @@ class LiveEvaluator:
         self._clock = clock
         self._start = clock()
         self._relevance: dict[str, dict[tuple[str, int], float]] = {}  # topic -> (url, version) -> r
+        self._scored_at: dict[str, int] = {}  # topic -> the engine's document count when its cache was filled
         self._texts: dict[tuple[str, int], tuple[str, str]] = {}
         self._last: dict[str, tuple[float, float]] = {}  # topic -> (time, M) of the previous sample
         self._P: dict[str, float] = {}
@@ -134,14 +136,20 @@ class LiveEvaluator:
     def _topic(
         self, topic: str, address: str, pages: dict[str, tuple[int, float]], robot: str | None, now: float
     ) -> dict[str, Any]:
-        cache = self._relevance.setdefault(topic, {})
         client = EngineClient(address, timeout=30.0)
         try:
+            docs = client.list_documents()
+            # the engine's model takes IDF from its own collection and rebuilds it when the collection's size
+            # changed (below 100 documents: any change; above: by a quarter): cached scores follow that rule
+            n0, n = self._scored_at.get(topic), len(docs)
+            if n0 is None or (n != n0 and (n0 < 100 or abs(n - n0) >= MODEL_REFRESH * n0)):
+                self._relevance[topic] = {}
+                self._scored_at[topic] = len(docs)
+            cache = self._relevance.setdefault(topic, {})
             todo = [(u, v) for u, (v, _) in pages.items() if (u, v) not in cache and (u, v) in self._texts]
             if todo:
                 for key, r in zip(todo, client.score([self._texts[k] for k in todo]), strict=True):
                     cache[key] = r
-            docs = client.list_documents()
         finally:
             client.close()
         relevance = {u: cache.get((u, v), 0.0) for u, (v, _) in pages.items()}

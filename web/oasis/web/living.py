@@ -7,9 +7,8 @@ web form one Poisson process of rate ``N (modify + delete + create)`` (N live pa
 :meth:`LivingWeb.advance` in small time steps (the number of events in a step is Poisson, each event picks
 its page uniformly and its kind in proportion to the rates).
 
-* a *modification* gives the page a new version: a revision block (a passage of real text taken from
-  another page of the web, so the words and the topic relevance of the page change) replaces the previous
-  one;
+* a *modification* gives the page a new version: a revision block (a passage of the page's own text from
+  a random place, so its content changes while its subject stays) replaces the previous one;
 * a *deletion* is permanent: the page answers ``410 Gone`` (unknown paths answer 404), links to it dangle;
 * a *creation* publishes a page held back by the corpus (``Corpus.meta["reserve"]``, e.g. a module of the
   pydoc web), or else a new page of notes at ``/created/N.html``, and links it from the page that spawned
@@ -186,7 +185,7 @@ class LivingWeb:
             state = self._live(url)
             state.version += 1
             state.modified = self._clock()
-            state.revision = self._passage(exclude=url)
+            state.revision = self._passage(url)
             self.counts["modified"] += 1
             return state
 
@@ -215,7 +214,7 @@ class LivingWeb:
                     self._created += 1
                     url = f"{origin_of(parent)}/created/{self._created}.html"
                 anchor = title or f"Notes {self._created}"
-                body = text if text is not None else self._passage(exclude=parent)
+                body = text if text is not None else self._passage(parent)
                 self._extra[url] = Page(url, anchor, body)
             self.states[url] = PageState(0, now)
             p = self.states[parent]
@@ -243,15 +242,13 @@ class LivingWeb:
             raise KeyError(f"no live page {url}")
         return state
 
-    def _passage(self, *, exclude: str) -> str:
-        """REVISION_WORDS consecutive words of a random other page's text (real prose, not word salad)."""
-        sources = [u for u in self.corpus.pages if u != exclude]
-        if not sources:
-            return ""
-        src = sources[int(self._rng.integers(len(sources)))]
+    def _passage(self, src: str) -> str:
+        """REVISION_WORDS consecutive words from a random place of page ``src``'s own text: an edit in the
+        page's own words (real prose, and its subject -- its topic relevance -- stays about the same)."""
         words = self._words.get(src)
         if words is None:
-            words = self.corpus.pages[src].text.split()
+            page = self.corpus.pages.get(src) or self._extra.get(src)
+            words = page.text.split() if page is not None else []
             self._words[src] = words
         if len(words) <= REVISION_WORDS:
             return " ".join(words)
