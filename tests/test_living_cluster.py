@@ -129,6 +129,26 @@ def test_web_changes_and_robots_recrawl_and_status_interface(cluster: Cluster) -
         assert rb["not_modified"] > 0  # conditional GETs answered 304
     web = services["replayed-web"]["web"]
     assert set(web) == {"modified", "deleted", "created"} and web["modified"] > 0
+    # `oasis watch`: the same, as a rich table
+    from rich.console import Console
+
+    from oasis.cluster.commands import watch_table
+
+    console = Console(record=True, width=160)
+    console.print(watch_table(cluster))
+    shown = console.export_text()
+    assert all(t in shown for t in topics) and "running" in shown and "modified" in shown
+
+
+def test_report_writes_live_plots(cluster: Cluster, tmp_path: Path) -> None:
+    cmd = ["report", "--state-dir", str(cluster.state_dir), "--out", str(tmp_path)]
+    out = subprocess.run(
+        [sys.executable, "-m", "oasis.cli", *cmd], capture_output=True, text=True, timeout=120, check=True
+    )
+    for name in ("quality.png", "estimates.png"):
+        png = (tmp_path / name).read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000
+    assert all(f"{t} " in out.stdout for t in ("networking", "text", "concurrency"))
 
 
 def test_freshness_recovers_after_a_burst(cluster: Cluster) -> None:

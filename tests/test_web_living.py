@@ -93,6 +93,15 @@ def test_truth_needs_the_token_and_tells_versions(
     assert len(burst) == len(living.live_urls())
 
 
+def test_a_page_at_a_folder_url_is_served() -> None:
+    url = f"{BASE}/"
+    corpus = Corpus(pages={url: Page(url, "Home", "home page")}, seeds=[url], name="root")
+    living = LivingWeb(corpus, ChangeRates())
+    with ReplayedWeb(corpus, living=living) as web:
+        assert requests.get(web.url_for(url), timeout=5).status_code == 200
+        assert requests.get(web.url_for(f"{BASE}/index.html"), timeout=5).status_code == 404
+
+
 def test_poisson_counts_match_the_rates() -> None:
     corpus = small_corpus(40)
     living = LivingWeb(corpus, ChangeRates(modify=0.5), seed=3)

@@ -85,6 +85,11 @@ class WebChanges:
         if self.evaluate_seconds <= 0:
             raise ConfigError("web: evaluate_seconds must be > 0")
 
+    @property
+    def living(self) -> bool:
+        """Any change rate set: the web lives (versions, ground truth) and the evaluator runs."""
+        return self.modify_rate > 0 or self.delete_rate > 0 or self.create_rate > 0
+
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterConfig:

@@ -343,8 +343,11 @@ def start_web_and_robots(cluster: Cluster, config: ClusterConfig, *, timeout: fl
 
 
 def web_change_args(config: ClusterConfig) -> list[str]:
-    """``python -m oasis.web`` flags of the living web: versions and ground truth, the change rates."""
+    """``python -m oasis.web`` flags of the living web (versions, ground truth, the change rates); none for
+    a web without change rates."""
     w = config.web_changes
+    if not w.living:
+        return []
     return [
         "--living",
         "--modify-rate", str(w.modify_rate),

@@ -20,7 +20,7 @@ SERIES = "quality.jsonl"
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("report", help="PNG plots of live R/F/M per topic over time (from the evaluator)")
+    p = sub.add_parser("report", help="PNG plots of live R/F/M per topic over time")
     p.add_argument("--out", type=Path, required=True, help="folder for the PNG files")
     p.add_argument(
         "--state-dir", default=None, help="cluster state directory (default $OASIS_STATE_DIR or ./.oasis)"

@@ -206,7 +206,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send(200, body, "text/html; charset=utf-8", send_body)
 
     def _respond_living(self, web: ReplayedWeb, living: LivingWeb, url: str, send_body: bool) -> int:
-        if url.endswith("/"):
+        if url.endswith("/") and url not in living.states:  # a folder: its index page
             url += "index.html"
         status, markup, headers = living.answer(url, self.headers)
         html_type = "text/html; charset=utf-8"
