@@ -1,8 +1,9 @@
 """Cluster configuration: topics, timing and the default web, read from TOML (with a built-in default).
 
-Robots' learning files (``controller_config``, ``initial_q_table`` in ``[robot]`` or a ``[[topic]]``;
-``q_table`` only in a ``[[topic]]``, one table per robot) are paths relative to the TOML file; the launcher
-passes them as the robot's ``--controller-config``, ``--initial-q-table`` and ``--q-table`` flags.
+Robots' learning files (``controller_config``, ``initial_q_table``, ``initial_rates`` in ``[robot]`` or a
+``[[topic]]``; ``q_table`` only in a ``[[topic]]``, one table per robot) are paths relative to the TOML file;
+the launcher passes them as the robot's ``--controller-config``, ``--initial-q-table``, ``--initial-rates``
+and ``--q-table`` flags.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ DEFAULT_CONFIG = "default_cluster.toml"
 RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web"})
 ROBOT_PREFIX = "robot-"
 LEARNING_POLICY = "whittle"  # the robot policy that learns a Q-table
-ROBOT_FILES = ("controller_config", "q_table", "initial_q_table")  # per-topic robot keys (paths)
+ROBOT_FILES = ("controller_config", "q_table", "initial_q_table", "initial_rates")  # robot keys (paths)
 
 
 class ConfigError(ValueError):
@@ -34,6 +35,7 @@ class TopicConfig:
     controller_config: Path | None = None
     q_table: Path | None = None
     initial_q_table: Path | None = None
+    initial_rates: Path | None = None  # change-rate estimates to start from (e.g. a shipped rates.json)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
@@ -56,6 +58,7 @@ class RobotSettings:
     min_relevance: float = 0.15  # pages below this r(i) are crawled through but not indexed
     controller_config: Path | None = None  # every robot's request-controller parameters (JSON or TOML)
     initial_q_table: Path | None = None  # every robot's starting Q-table while it has none of its own
+    initial_rates: Path | None = None  # every robot's starting change-rate estimates while it has none
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_relevance <= 1.0:
@@ -201,6 +204,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
                 min_relevance=float(robot.get("min_relevance", 0.15)),
                 controller_config=_path(robot, "controller_config", "[robot]", base_dir),
                 initial_q_table=_path(robot, "initial_q_table", "[robot]", base_dir),
+                initial_rates=_path(robot, "initial_rates", "[robot]", base_dir),
             ),
         )
     except (TypeError, ValueError) as exc:
