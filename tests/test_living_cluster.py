@@ -228,7 +228,7 @@ def test_recall_and_freshness_agree_with_an_independent_recomputation(cluster: C
     try:
         api.post("/pause", {"paused": True})  # the web holds still; robots keep re-crawling (304s)
         try:
-            time.sleep(15)  # every page re-crawled since the last change: the engines' contents hold still
+            time.sleep(10)  # every page re-crawled since the last change: the engines' contents hold still
             ours = independent_quality(cluster, living_config().robot.min_relevance)
             checked_at = time.time()
             row = wait_for("a sample after the recomputation", lambda: (
