@@ -465,7 +465,8 @@ class Crawler:
         # the controller's clock is wall time (its re-crawl ages survive a restart); politeness uses monotonic
         batch = list(self.controller.next_batch(m, self._wall(), self._batch_ready(now)))
         self._starved = not batch
-        self._tokens -= len(batch)
+        if self.config.pages_per_second > 0:
+            self._tokens -= len(batch)
         for url in batch:
             host = host_of(url)
             if self.host_ready(host, now):
