@@ -1,18 +1,24 @@
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from pathlib import Path
 
 import pytest
 
-from oasis.cluster.config import ConfigError, load_config, parse_config
+from oasis.cluster.config import ConfigError, WebChanges, load_config, parse_config
 
 
-def test_builtin_default_has_three_topics_and_a_web() -> None:
+def test_builtin_default_has_three_topics_and_a_living_web() -> None:
     config = load_config(None)
-    assert [t.name for t in config.topics] == ["databases", "python", "web"]
+    assert [t.name for t in config.topics] == ["networking", "text", "concurrency"]
     assert all(t.keywords for t in config.topics)
-    assert config.web_corpus is not None and config.web_corpus.startswith("synthetic:")
+    assert config.web_corpus is not None and config.web_corpus.startswith("pydoc:")
     assert config.heartbeat_seconds < config.lease_seconds
+    # the main job's web changes and its robots maintain their topics on a page budget, not a page total
+    w, r = config.web_changes, config.robot
+    assert w.modify_rate > 0 and w.delete_rate > 0 and w.create_rate > 0
+    assert r.recrawl == "whittle" and r.pages_per_second > 0 and r.max_pages == 0
 
 
 def test_file_overrides(tmp_path: Path) -> None:
@@ -125,3 +131,26 @@ def test_two_robots_may_not_share_a_q_table(tmp_path: Path) -> None:
     path = _learning_toml(tmp_path, "", topic.format("a") + topic.format("b"))
     with pytest.raises(ConfigError, match="its own q_table"):
         load_config(path)
+
+
+def test_living_web_and_robot_settings_reach_the_processes(tmp_path: Path) -> None:
+    from oasis.cluster.launcher import robot_argv, web_change_args
+
+    (tmp_path / "rates.json").write_text("{}")
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[web]\ncorpus = "pydoc:modules=4"\nmodify_rate = 0.5\n'
+        '[robot]\npages_per_second = 3.5\nrecrawl = "whittle"\ninitial_rates = "rates.json"\n'
+        '[[topic]]\nname = "a"\nkeywords = ["x"]\n'
+    )
+    config = load_config(path)
+    web = web_change_args(config)
+    assert web[:3] == ["--living", "--modify-rate", "0.5"]
+    argv = robot_argv(config, "a", "127.0.0.1:1", state_dir=tmp_path, seeds=["http://x/"], log_level="INFO")
+    flags = dict(itertools.pairwise(argv))
+    assert flags["--pages-per-second"] == "3.5" and flags["--recrawl"] == "whittle"
+    assert flags["--initial-rates"] == str(tmp_path / "rates.json")
+    static = load_config(None)
+    assert web_change_args(dataclasses.replace(static, web_changes=WebChanges())) == []
+    with pytest.raises(ConfigError, match="recrawl"):
+        parse_config({"robot": {"recrawl": "sometimes"}, "topic": [{"name": "a", "keywords": ["x"]}]})

@@ -21,6 +21,8 @@ COMMANDS: dict[str, Command] = {
     "down": Command(_CLUSTER, "stop the cluster"),
     "restart": Command(_CLUSTER, "restart one service (same command line and port)"),
     "status": Command(_CLUSTER, "services, addresses, health, document counts"),
+    "watch": Command(_CLUSTER, "live status: R/F/M per topic, robots' progress (Ctrl-C stops)"),
+    "report": Command("oasis.freshness.live_report", "PNG plots of live R/F/M per topic over time"),
     "search": Command(_CLUSTER, "query the cluster through the broker"),
     "index": Command(_CLUSTER, "bulk-load local HTML files or folders into one engine"),
     "demo": Command(_CLUSTER, "the main job: cluster + robots crawl the built-in web + queries"),

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEMO_QUERIES = ("sql query index", "python module function", "http template view")
+DEMO_QUERIES = ("tcp socket connection", "regular expression pattern", "thread lock queue")
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
@@ -67,7 +67,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     status.add_argument("--broker", default=None, help="HOST:PORT: with --directory, also this broker")
     status.add_argument("--json", action="store_true")
+    status.add_argument("--follow", action="store_true", help="refresh in the terminal (as `oasis watch`)")
+    status.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (--follow)")
     status.set_defaults(func=cmd_status)
+
+    watch = sub.add_parser("watch", help="live status: R/F/M per topic, robots' progress (Ctrl-C stops)")
+    _add_state_dir(watch)
+    watch.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
+    watch.set_defaults(func=cmd_watch)
 
     search = sub.add_parser("search", help="query the cluster through the broker")
     _add_state_dir(search)
@@ -93,8 +100,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     demo = sub.add_parser("demo", help="the main job: cluster + robots crawl the built-in web + queries")
     _add_state_dir(demo)
     demo.add_argument("--config", type=Path, default=None)
-    demo.add_argument("--pages", type=int, default=150, help="wait until robots have indexed this many")
+    demo.add_argument("--pages", type=int, default=15, help="wait until robots have indexed this many")
     demo.add_argument("--wait", type=float, default=120.0, help="at most this many seconds of crawling")
+    demo.add_argument(
+        "--maintain", type=float, default=60.0, help="then watch R/F/M this many seconds as the web changes"
+    )
     demo.add_argument("--exit", action="store_true", help="stop the cluster after the queries")
     demo.add_argument("--query", action="append", default=None, help="query to run (repeatable)")
     demo.set_defaults(func=cmd_demo)
@@ -210,13 +220,18 @@ def web_health(address: str, path: str = "/robots.txt") -> str:
 
 def service_table(cluster: Cluster) -> list[dict[str, Any]]:
     from oasis.cluster.launcher import health_status
+    from oasis.cluster.quality import QUALITY_FILE, last_row
     from oasis.runtime.clients import RobotClient, ServiceError, documents_by_engine
 
     engines = [(s.name, s.address) for s in cluster.of_kind("engine")]
     counts = documents_by_engine(engines)
+    latest = last_row(cluster.state_dir / QUALITY_FILE)
+    topics: dict[str, Any] = latest.get("topics", {}) if latest is not None else {}
     rows: list[dict[str, Any]] = []
     for s in cluster.services:
-        if s.kind in ("web", "gateway"):
+        if s.kind == "evaluator":
+            health = "SERVING" if _pid_alive(s.pid) else "UNREACHABLE"
+        elif s.kind in ("web", "gateway"):
             health = web_health(s.address, "/healthz" if s.kind == "gateway" else "/robots.txt")
         else:
             health = health_status(s.address)
@@ -228,6 +243,11 @@ def service_table(cluster: Cluster) -> list[dict[str, Any]]:
             "documents": counts.get(s.name) if s.kind == "engine" else None,
             "metrics": s.extra.get("metrics"),  # HOST:PORT of its Prometheus /metrics (None: no metrics)
         }
+        if s.kind == "engine" and s.name in topics:
+            t = topics[s.name]
+            row["quality"] = {k: t[k] for k in ("recall", "freshness", "M")}
+        if s.kind == "web" and (s.extra.get("truth") or latest is not None):
+            row["web"] = web_counts(cluster, latest)
         if s.kind == "robot" and health == "SERVING":
             client = RobotClient(s.address)
             try:
@@ -238,6 +258,12 @@ def service_table(cluster: Cluster) -> list[dict[str, Any]]:
                     "pages_indexed": st.pages_indexed,
                     "frontier": st.frontier_size,
                     "harvest_rate": round(st.harvest_rate, 4),
+                    "recrawls": st.recrawls,
+                    "changes_seen": st.changes_seen,
+                    "not_modified": st.not_modified,
+                    "pages_per_second": round(st.pages_per_second, 3),
+                    "recall_estimate": round(st.recall_estimate, 4),
+                    "freshness_estimate": round(st.freshness_estimate, 4),
                 }
             except ServiceError as exc:
                 row["robot"] = {"error": str(exc)}
@@ -245,6 +271,57 @@ def service_table(cluster: Cluster) -> list[dict[str, Any]]:
                 client.close()
         rows.append(row)
     return rows
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def web_counts(cluster: Cluster, latest: dict[str, Any] | None) -> dict[str, int]:
+    """Changes of the living web so far: asked of its ground truth (token from the state file), else the
+    evaluator's last sample."""
+    from oasis.cluster.evaluator import truth_client
+
+    keys = ("modified", "deleted", "created")
+    api = truth_client(cluster)
+    if api is not None:
+        try:
+            counts = api.get("/stats")["counts"]
+            return {k: int(counts.get(k, 0)) for k in keys}
+        except Exception:  # the web is down: fall back to the last sample
+            logger.debug("living web unreachable", exc_info=True)
+        finally:
+            api.close()
+    web = (latest or {}).get("web", {})
+    return {k: int(web.get(k, 0)) for k in keys}
+
+
+def status_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The plain-text status table: services, then quality per topic and robots' maintenance."""
+    lines = [f"{'service':<20} {'kind':<9} {'address':<22} {'health':<12} documents"]
+    for r in rows:
+        docs = "" if r["documents"] is None else str(r["documents"])
+        extra = ""
+        if "robot" in r and "state" in r["robot"]:
+            rb = r["robot"]
+            extra = (
+                f"{rb['state']}: fetched {rb['pages_fetched']} ({rb['pages_per_second']:.1f}/s), "
+                f"re-crawls {rb['recrawls']}, changes seen {rb['changes_seen']}, frontier {rb['frontier']}"
+            )
+        if "quality" in r:
+            q = r["quality"]
+            extra = f"  R {q['recall']:.3f}  F {q['freshness']:.3f}  M {q['M']:.3f}"
+        if "web" in r:
+            w = r["web"]
+            extra = f"modified {w['modified']}, deleted {w['deleted']}, created {w['created']}"
+        lines.append(f"{r['name']:<20} {r['kind']:<9} {r['address']:<22} {r['health']:<12} {docs}{extra}")
+    return lines
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -260,6 +337,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     elif args.broker:
         print("oasis status: --broker goes with --directory", file=sys.stderr)
         return 2
+    elif args.follow:
+        return cmd_watch(args)
     else:
         cluster = _load(args)
     if cluster is None:
@@ -268,15 +347,59 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"services": rows}))
         return 0
-    print(f"{'service':<20} {'kind':<9} {'address':<22} {'health':<12} documents")
-    for r in rows:
-        docs = "" if r["documents"] is None else str(r["documents"])
-        extra = ""
-        if "robot" in r and "state" in r["robot"]:
-            rb = r["robot"]
-            extra = f"{rb['state']}: fetched {rb['pages_fetched']}, frontier {rb['frontier']}"
-        print(f"{r['name']:<20} {r['kind']:<9} {r['address']:<22} {r['health']:<12} {docs}{extra}")
+    print("\n".join(status_lines(rows)))
     return 0
+
+
+def watch_table(cluster: Cluster) -> Any:
+    """A rich renderable: per topic R, F, M, P/t and its robot's progress; the web's changes."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = service_table(cluster)
+    robots = {r["name"].removeprefix("robot-"): r.get("robot", {}) for r in rows if r["kind"] == "robot"}
+    table = Table(title="Oasis: topics maintained on a living web", expand=False)
+    for col in ("topic", "docs", "R", "F", "M", "robot", "fetched", "pages/s", "re-crawls", "changes", "304"):
+        table.add_column(col, justify="left" if col in ("topic", "robot") else "right")
+    for r in rows:
+        if r["kind"] != "engine":
+            continue
+        q = r.get("quality", {})
+        rb = robots.get(r["name"], {})
+
+        def fmt(x: Any, spec: str = "") -> str:
+            return "-" if x is None else format(x, spec)
+
+        table.add_row(
+            r["name"], fmt(r["documents"]), fmt(q.get("recall"), ".3f"), fmt(q.get("freshness"), ".3f"),
+            fmt(q.get("M"), ".3f"), str(rb.get("state", "-")), fmt(rb.get("pages_fetched")),
+            fmt(rb.get("pages_per_second"), ".1f"), fmt(rb.get("recrawls")), fmt(rb.get("changes_seen")),
+            fmt(rb.get("not_modified")),
+        )  # fmt: skip
+    web = next((r.get("web") for r in rows if r["kind"] == "web" and "web" in r), None)
+    footer = Text(
+        f"web: {web['modified']} modified, {web['deleted']} deleted, {web['created']} created"
+        if web
+        else "web: static (no ground truth)"
+    )
+    return Group(table, footer, Text(time.strftime("updated %H:%M:%S  (Ctrl-C stops watching)")))
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from rich.live import Live
+
+    cluster = _load(args)
+    if cluster is None:
+        return 1
+    interval = max(0.2, float(getattr(args, "interval", 2.0)))
+    try:
+        with Live(watch_table(cluster), refresh_per_second=4, screen=False) as live:
+            while True:
+                time.sleep(interval)
+                live.update(watch_table(cluster))
+    except KeyboardInterrupt:
+        return 0
 
 
 # ---------------------------------------------------------------------------------------------- search
@@ -460,6 +583,50 @@ def _indexed_total(cluster: Cluster) -> int:
     )
 
 
+def quality_line(row: dict[str, Any], t0: float) -> str:
+    """One line of the demo's story: time, the web's changes, R/F/M and re-crawls per topic."""
+    w = row.get("web", {})
+    changes = f"{w.get('modified', 0)} mod {w.get('deleted', 0)} del {w.get('created', 0)} new"
+    parts = [f"t={row['time'] - t0:4.0f}s web {changes}"]
+    for topic, q in sorted(row.get("topics", {}).items()):
+        recrawls = q.get("robot", {}).get("recrawls", 0)
+        rfm = f"R {q['recall']:.2f} F {q['freshness']:.2f} M {q['M']:.2f}"
+        parts.append(f"{topic} {rfm} ({recrawls} re-crawls)")
+    return " | ".join(parts)
+
+
+def maintain_story(cluster: Cluster, seconds: float, every: float = 5.0) -> None:
+    """Print R/F/M as the web changes; a third of the way in, a site-wide update (half the pages modified)
+    shows freshness dropping and the robots bringing it back."""
+    from oasis.cluster.evaluator import truth_client
+    from oasis.cluster.quality import QUALITY_FILE, last_row
+
+    api = truth_client(cluster)
+    if api is None:
+        print("(a static web: no ground truth, no live R/F/M)")
+        return
+    series = cluster.state_dir / QUALITY_FILE
+    print(f"Maintaining for {seconds:.0f} s: the web changes, robots re-crawl (R/F/M vs the ground truth)")
+    start = time.time()
+    burst_done = False
+    shown = None
+    try:
+        while time.time() - start < seconds:
+            time.sleep(every)
+            if not burst_done and time.time() - start >= seconds / 3:
+                burst_done = True
+                n = len(api.post("/burst", {"fraction": 0.5})["modified"])
+                print(f"-- a site-wide update: {n} pages modified at once; watch F drop and recover --")
+            row = last_row(series)
+            if row is not None and row.get("time") != shown:
+                shown = row.get("time")
+                print(quality_line(row, start))
+                sys.stdout.flush()
+    finally:
+        api.close()
+    print(f"plots of R/F/M over time: oasis report --state-dir {cluster.state_dir} --out report/")
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from oasis.runtime.clients import BrokerClient, ServiceError
 
@@ -482,9 +649,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         client = BrokerClient(_broker_address(cluster))
         try:
             for query in args.query or DEMO_QUERIES:
-                print_results(query, client.search(query, k=5))
+                print_results(query, client.search(query, k=3))
         finally:
             client.close()
+        if args.maintain > 0:
+            maintain_story(cluster, args.maintain)
         if args.exit:
             return 0
         print('The cluster keeps running: try `oasis search "..."` in another shell; Ctrl-C stops it.')

@@ -1,8 +1,9 @@
 """Cluster configuration: topics, timing and the default web, read from TOML (with a built-in default).
 
-Robots' learning files (``controller_config``, ``initial_q_table`` in ``[robot]`` or a ``[[topic]]``;
-``q_table`` only in a ``[[topic]]``, one table per robot) are paths relative to the TOML file; the launcher
-passes them as the robot's ``--controller-config``, ``--initial-q-table`` and ``--q-table`` flags.
+Robots' learning files (``controller_config``, ``initial_q_table``, ``initial_rates`` in ``[robot]`` or a
+``[[topic]]``; ``q_table`` only in a ``[[topic]]``, one table per robot) are paths relative to the TOML file;
+the launcher passes them as the robot's ``--controller-config``, ``--initial-q-table``, ``--initial-rates``
+and ``--q-table`` flags.
 
 Several hosts: ``[cluster]`` gives ``directory`` and ``broker`` (HOST:PORT, where every node finds them) and
 each ``[[node]]`` a ``name``, an ``address`` (advertised; also bound unless ``bind`` is given, e.g.
@@ -26,7 +27,7 @@ DEFAULT_CONFIG = "default_cluster.toml"
 RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web", "gateway"})
 ROBOT_PREFIX = "robot-"
 LEARNING_POLICY = "whittle"  # the robot policy that learns a Q-table
-ROBOT_FILES = ("controller_config", "q_table", "initial_q_table")  # per-topic robot keys (paths)
+ROBOT_FILES = ("controller_config", "q_table", "initial_q_table", "initial_rates")  # robot keys (paths)
 NODE_SERVICES = ("directory", "broker", "gateway", "web")  # besides engine:TOPIC and robot:TOPIC
 TOPIC_SERVICES = ("engine", "robot")
 
@@ -44,6 +45,7 @@ class TopicConfig:
     controller_config: Path | None = None
     q_table: Path | None = None
     initial_q_table: Path | None = None
+    initial_rates: Path | None = None  # change-rate estimates to start from (e.g. a shipped rates.json)
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").isalnum():
@@ -60,10 +62,14 @@ class RobotSettings:
     min_delay: float = 0.02
     max_in_flight: int = 4
     max_pages: int = 0
+    pages_per_second: float = 0.0  # each robot's page budget per second (0: none)
+    recrawl: str = "none"  # "whittle": re-crawl retrieved pages (the robot maintains its topic, never stops)
+    recrawl_period: float = 60.0  # seconds per scheduler period T of the re-crawl index
     min_relevance: float = 0.15  # pages below this r(i) are crawled through but not indexed
     controller_config: Path | None = None  # every robot's request-controller parameters (JSON or TOML)
     initial_q_table: Path | None = None  # every robot's starting Q-table while it has none of its own
     progress_seconds: float = 10.0  # each robot logs a progress line this often (0: never)
+    initial_rates: Path | None = None  # every robot's starting change-rate estimates while it has none
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_relevance <= 1.0:
@@ -72,6 +78,33 @@ class RobotSettings:
             raise ConfigError("robot: progress_seconds must be >= 0")
         if self.min_delay < 0 or self.max_in_flight < 1 or self.max_pages < 0:
             raise ConfigError("robot: min_delay >= 0, max_in_flight >= 1, max_pages >= 0 required")
+        if self.pages_per_second < 0 or self.recrawl_period <= 0:
+            raise ConfigError("robot: pages_per_second >= 0 and recrawl_period > 0 required")
+        if self.recrawl not in ("none", "whittle"):
+            raise ConfigError(f"robot: recrawl must be 'none' or 'whittle', got {self.recrawl!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebChanges:
+    """The living web's Poisson change rates, per live page per second ([web] of the cluster TOML)."""
+
+    modify_rate: float = 0.0
+    delete_rate: float = 0.0
+    create_rate: float = 0.0
+    seed: int = 0
+    evaluate_seconds: float = 2.0  # the live evaluator's period (R, F, M per topic)
+
+    def __post_init__(self) -> None:
+        for name in ("modify_rate", "delete_rate", "create_rate"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"web: {name} must be >= 0")
+        if self.evaluate_seconds <= 0:
+            raise ConfigError("web: evaluate_seconds must be > 0")
+
+    @property
+    def living(self) -> bool:
+        """Any change rate set: the web lives (versions, ground truth) and the evaluator runs."""
+        return self.modify_rate > 0 or self.delete_rate > 0 or self.create_rate > 0
 
 
 def parse_address(value: object, where: str) -> str:
@@ -145,6 +178,7 @@ class ClusterConfig:
     broker: str | None = None
     nodes: tuple[NodeConfig, ...] = ()
     gateway_port: int = 0  # [gateway] port: the HTTP gateway's port (0: ephemeral)
+    web_changes: WebChanges = field(default_factory=WebChanges)
 
     def __post_init__(self) -> None:
         if not self.topics:
@@ -319,15 +353,26 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
             broker=None if "broker" not in cluster else parse_address(cluster["broker"], "[cluster] broker"),
             nodes=tuple(_node(n) for n in data.get("node", [])),
             gateway_port=int(gateway.get("port", 0)),
+            web_changes=WebChanges(
+                modify_rate=float(web.get("modify_rate", 0.0)),
+                delete_rate=float(web.get("delete_rate", 0.0)),
+                create_rate=float(web.get("create_rate", 0.0)),
+                seed=int(web.get("change_seed", 0)),
+                evaluate_seconds=float(web.get("evaluate_seconds", 2.0)),
+            ),
             robot=RobotSettings(
                 policy=str(robot.get("policy", "whittle")),
                 min_delay=float(robot.get("min_delay", 0.02)),
                 max_in_flight=int(robot.get("max_in_flight", 4)),
                 max_pages=int(robot.get("max_pages", 0)),
+                pages_per_second=float(robot.get("pages_per_second", 0.0)),
+                recrawl=str(robot.get("recrawl", "none")),
+                recrawl_period=float(robot.get("recrawl_period", 60.0)),
                 min_relevance=float(robot.get("min_relevance", 0.15)),
                 controller_config=_path(robot, "controller_config", "[robot]", base_dir),
                 initial_q_table=_path(robot, "initial_q_table", "[robot]", base_dir),
                 progress_seconds=float(robot.get("progress_seconds", 10.0)),
+                initial_rates=_path(robot, "initial_rates", "[robot]", base_dir),
             ),
         )
     except (TypeError, ValueError) as exc:

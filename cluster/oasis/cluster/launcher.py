@@ -323,7 +323,7 @@ class Cluster:
         previous = self._procs.pop(name, None)
         if previous is not None:
             previous.poll()  # a child of ours that died (kill -9): reap it; its Popen is not left "running"
-        grpc_health = record.kind not in ("web", "gateway")
+        grpc_health = record.kind not in ("web", "gateway", "evaluator")
         return self.start(
             record.name, record.kind, record.argv, port=record.port, timeout=timeout, grpc_health=grpc_health
         )
@@ -596,11 +596,11 @@ def bring_up_node(
 def start_web(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> list[str]:
     """The replayed web (``python -m oasis.web``, on loopback); its seed URLs."""
     assert config.web_corpus is not None
-    fmt = ["--log-format", config.log_format]
+    web_argv = ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level]
     web = cluster.start(
         "replayed-web",
         "web",
-        ["-m", "oasis.web", "--corpus", config.web_corpus, "--log-level", log_level, *fmt],
+        [*web_argv, "--log-format", config.log_format, *web_change_args(config)],
         timeout=timeout,
         grpc_health=False,
     )
@@ -618,7 +618,8 @@ def start_web(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_le
 
 def start_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log_level: str) -> None:
     """One robot per topic engine, seeded from the replayed web (already started), started in parallel."""
-    seeds = [str(s) for s in cluster.get("replayed-web").extra.get("seeds", [])]
+    web = cluster.get("replayed-web")
+    seeds = [str(s) for s in web.extra.get("seeds", [])]
     if not seeds:
         raise LaunchError("the replayed web reported no seed URLs")
     calls: list[Callable[[], object]] = []
@@ -635,6 +636,30 @@ def start_robots(cluster: Cluster, config: ClusterConfig, *, timeout: float, log
             functools.partial(cluster.start, f"{ROBOT_PREFIX}{engine.name}", "robot", argv, timeout=timeout)
         )
     in_parallel(calls)
+    if web.extra.get("truth"):  # a living web: measure R, F, M per topic against its ground truth
+        evaluator = [
+            "-m", "oasis.cluster.evaluator",
+            "--state-dir", str(cluster.state_dir),
+            "--interval", str(config.web_changes.evaluate_seconds),
+            "--min-relevance", str(config.robot.min_relevance),
+            "--log-level", log_level,
+        ]  # fmt: skip
+        cluster.start("evaluator", "evaluator", evaluator, timeout=timeout, grpc_health=False)
+
+
+def web_change_args(config: ClusterConfig) -> list[str]:
+    """``python -m oasis.web`` flags of the living web (versions, ground truth, the change rates); none for
+    a web without change rates."""
+    w = config.web_changes
+    if not w.living:
+        return []
+    return [
+        "--living",
+        "--modify-rate", str(w.modify_rate),
+        "--delete-rate", str(w.delete_rate),
+        "--create-rate", str(w.create_rate),
+        "--change-seed", str(w.seed),
+    ]  # fmt: skip
 
 
 def robot_argv(
@@ -665,6 +690,9 @@ def robot_argv(
         "--min-delay", str(rs.min_delay),
         "--max-in-flight", str(rs.max_in_flight),
         "--max-pages", str(rs.max_pages),
+        "--pages-per-second", str(rs.pages_per_second),
+        "--recrawl", rs.recrawl,
+        "--recrawl-period", str(rs.recrawl_period),
         "--min-relevance", str(rs.min_relevance),
         "--allow-private",
         "--autostart",

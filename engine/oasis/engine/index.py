@@ -193,6 +193,14 @@ class CommitResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ListedDocument:
+    url: str
+    title: str
+    fetch_time: float
+    relevance: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class Hit:
     url: str
     title: str
@@ -705,6 +713,21 @@ class TopicIndex:
                     break
         finally:
             reader.close()
+
+    def list_documents(self, *, after: str = "", limit: int = 1000) -> tuple[list[ListedDocument], bool]:
+        """Documents with URL > ``after`` in URL order, at most ``limit``, and whether more follow."""
+        stored = [
+            ListedDocument(
+                url=str(d["url"]),
+                title=str(d.get("title", "")),
+                fetch_time=float(d.get("fetch_time") or 0.0),
+                relevance=float(d.get("relevance") or 0.0),
+            )
+            for d in self.documents()
+            if str(d["url"]) > after
+        ]
+        stored.sort(key=lambda d: d.url)
+        return stored[:limit], len(stored) > limit
 
     def relevance_model(self) -> RelevanceModel:
         """The topic model with IDF from this collection (refreshed when it changed size by 25 %)."""

@@ -34,6 +34,7 @@ TOPIC_METADATA_KEY = (
 MAX_SCORE_PAGES = 1_000
 DEFAULT_LIMIT = 10
 DEFAULT_SUMMARY_TERMS = 500
+MAX_LIST_DOCUMENTS = 1000
 
 
 def hit_to_proto(hit: Hit) -> engine_pb2.Hit:
@@ -227,6 +228,25 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
                 yield document_to_proto(d)
         finally:
             documents.close()  # the client went away: release the index reader now
+
+    def ListDocuments(
+        self, request: engine_pb2.ListDocumentsRequest, context: grpc.ServicerContext
+    ) -> engine_pb2.ListDocumentsReply:
+        self._check_topic(context)
+        if request.limit < 0:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"limit must be >= 0, got {request.limit}")
+        docs, more = self._index.list_documents(
+            after=request.after, limit=min(request.limit or MAX_LIST_DOCUMENTS, MAX_LIST_DOCUMENTS)
+        )
+        return engine_pb2.ListDocumentsReply(
+            documents=[
+                engine_pb2.DocumentInfo(
+                    url=d.url, title=d.title, fetch_time=d.fetch_time, relevance=d.relevance
+                )
+                for d in docs
+            ],
+            more=more,
+        )
 
 
 def document_to_proto(stored: dict[str, Any]) -> engine_pb2.Document:

@@ -167,6 +167,34 @@ class SummaryRequest(_message.Message):
     max_terms: int
     def __init__(self, max_terms: _Optional[int] = ...) -> None: ...
 
+class ListDocumentsRequest(_message.Message):
+    __slots__ = ("after", "limit")
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    after: str
+    limit: int
+    def __init__(self, after: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class DocumentInfo(_message.Message):
+    __slots__ = ("url", "title", "fetch_time", "relevance")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    FETCH_TIME_FIELD_NUMBER: _ClassVar[int]
+    RELEVANCE_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    title: str
+    fetch_time: float
+    relevance: float
+    def __init__(self, url: _Optional[str] = ..., title: _Optional[str] = ..., fetch_time: _Optional[float] = ..., relevance: _Optional[float] = ...) -> None: ...
+
+class ListDocumentsReply(_message.Message):
+    __slots__ = ("documents", "more")
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    documents: _containers.RepeatedCompositeFieldContainer[DocumentInfo]
+    more: bool
+    def __init__(self, documents: _Optional[_Iterable[_Union[DocumentInfo, _Mapping]]] = ..., more: _Optional[bool] = ...) -> None: ...
+
 class ExportRequest(_message.Message):
     __slots__ = ("limit",)
     LIMIT_FIELD_NUMBER: _ClassVar[int]

@@ -75,6 +75,11 @@ class EngineStub:
                 request_serializer=oasis_dot_v1_dot_engine__pb2.ExportRequest.SerializeToString,
                 response_deserializer=oasis_dot_v1_dot_engine__pb2.Document.FromString,
                 _registered_method=True)
+        self.ListDocuments = channel.unary_unary(
+                '/oasis.v1.Engine/ListDocuments',
+                request_serializer=oasis_dot_v1_dot_engine__pb2.ListDocumentsRequest.SerializeToString,
+                response_deserializer=oasis_dot_v1_dot_engine__pb2.ListDocumentsReply.FromString,
+                _registered_method=True)
 
 
 class EngineServicer:
@@ -133,6 +138,13 @@ class EngineServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListDocuments(self, request, context):
+        """The documents the engine holds (URL order, paged): what a collection is, for the live evaluator.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EngineServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -175,6 +187,11 @@ def add_EngineServicer_to_server(servicer, server):
                     servicer.Export,
                     request_deserializer=oasis_dot_v1_dot_engine__pb2.ExportRequest.FromString,
                     response_serializer=oasis_dot_v1_dot_engine__pb2.Document.SerializeToString,
+            ),
+            'ListDocuments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDocuments,
+                    request_deserializer=oasis_dot_v1_dot_engine__pb2.ListDocumentsRequest.FromString,
+                    response_serializer=oasis_dot_v1_dot_engine__pb2.ListDocumentsReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -393,6 +410,33 @@ class Engine:
             '/oasis.v1.Engine/Export',
             oasis_dot_v1_dot_engine__pb2.ExportRequest.SerializeToString,
             oasis_dot_v1_dot_engine__pb2.Document.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDocuments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oasis.v1.Engine/ListDocuments',
+            oasis_dot_v1_dot_engine__pb2.ListDocumentsRequest.SerializeToString,
+            oasis_dot_v1_dot_engine__pb2.ListDocumentsReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -23,7 +23,7 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class RobotStatus(_message.Message):
-    __slots__ = ("state", "pages_fetched", "pages_indexed", "frontier_size", "recrawl_queue", "in_flight", "concurrency", "errors", "harvest_rate", "recall_estimate", "response_queue", "policy")
+    __slots__ = ("state", "pages_fetched", "pages_indexed", "frontier_size", "recrawl_queue", "in_flight", "concurrency", "errors", "harvest_rate", "recall_estimate", "response_queue", "policy", "recrawls", "changes_seen", "not_modified", "pages_per_second", "freshness_estimate", "budget_per_second")
     class ErrorsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,12 @@ class RobotStatus(_message.Message):
     RECALL_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
     RESPONSE_QUEUE_FIELD_NUMBER: _ClassVar[int]
     POLICY_FIELD_NUMBER: _ClassVar[int]
+    RECRAWLS_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_SEEN_FIELD_NUMBER: _ClassVar[int]
+    NOT_MODIFIED_FIELD_NUMBER: _ClassVar[int]
+    PAGES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    FRESHNESS_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     state: str
     pages_fetched: int
     pages_indexed: int
@@ -55,4 +61,10 @@ class RobotStatus(_message.Message):
     recall_estimate: float
     response_queue: int
     policy: str
-    def __init__(self, state: _Optional[str] = ..., pages_fetched: _Optional[int] = ..., pages_indexed: _Optional[int] = ..., frontier_size: _Optional[int] = ..., recrawl_queue: _Optional[int] = ..., in_flight: _Optional[int] = ..., concurrency: _Optional[int] = ..., errors: _Optional[_Mapping[str, int]] = ..., harvest_rate: _Optional[float] = ..., recall_estimate: _Optional[float] = ..., response_queue: _Optional[int] = ..., policy: _Optional[str] = ...) -> None: ...
+    recrawls: int
+    changes_seen: int
+    not_modified: int
+    pages_per_second: float
+    freshness_estimate: float
+    budget_per_second: float
+    def __init__(self, state: _Optional[str] = ..., pages_fetched: _Optional[int] = ..., pages_indexed: _Optional[int] = ..., frontier_size: _Optional[int] = ..., recrawl_queue: _Optional[int] = ..., in_flight: _Optional[int] = ..., concurrency: _Optional[int] = ..., errors: _Optional[_Mapping[str, int]] = ..., harvest_rate: _Optional[float] = ..., recall_estimate: _Optional[float] = ..., response_queue: _Optional[int] = ..., policy: _Optional[str] = ..., recrawls: _Optional[int] = ..., changes_seen: _Optional[int] = ..., not_modified: _Optional[int] = ..., pages_per_second: _Optional[float] = ..., freshness_estimate: _Optional[float] = ..., budget_per_second: _Optional[float] = ...) -> None: ...

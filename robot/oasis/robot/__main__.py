@@ -8,7 +8,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from oasis.robot.app import Q_TABLE_FILE, add_robot_arguments, build_crawler, config_from_args, resume_crawler
+from oasis.robot.app import (
+    Q_TABLE_FILE,
+    add_rates_arguments,
+    add_robot_arguments,
+    build_crawler,
+    config_from_args,
+    resume_crawler,
+)
 from oasis.robot.engine_port import RobotEngineError
 from oasis.robot.metrics import ProgressLog, crawler_families
 from oasis.robot.servicer import RobotServicer, add_robot_servicer
@@ -42,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_service_arguments(p)
     add_robot_arguments(p, q_table_default=f"STATE_DIR/{Q_TABLE_FILE}")
+    add_rates_arguments(p, rates_default="STATE_DIR/rates.json with --recrawl whittle")
     return p
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from oasis.robot.config import LEARNING_POLICY, RobotConfig
 from oasis.robot.crawler import Crawler
 from oasis.robot.engine_client import connect_engine
+from oasis.robot.rates import RATES_FILE
 from oasis.robot.scheduling import POLICIES, SHIPPED, ControllerConfig, QTable, make_controller
 from oasis.runtime.clients import EngineClient
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
@@ -30,6 +31,12 @@ def add_robot_arguments(p: argparse.ArgumentParser, *, q_table_default: str = "n
     p.add_argument("--seeds", nargs="*", default=[], metavar="URL", help="seed URLs (http/https)")
     p.add_argument(
         "--max-pages", type=int, default=0, help="stop after this many page requests (0: no limit)"
+    )
+    p.add_argument(
+        "--pages-per-second",
+        type=float,
+        default=0.0,
+        help="page budget per second (0: none); with --recrawl the robot keeps maintaining its topic",
     )
     p.add_argument("--policy", default="whittle", choices=POLICIES, help="request controller policy")
     p.add_argument("--min-delay", type=float, default=1.0, help="seconds between requests to one host")
@@ -102,6 +109,25 @@ def add_robot_arguments(p: argparse.ArgumentParser, *, q_table_default: str = "n
         metavar="PATH",
         help="a shipped or offline-trained Q-table (e.g. from 'oasis replay --save-q') to start from "
         "while the robot has no table of its own (no --q-table file, no checkpoint)",
+    )
+
+
+def add_rates_arguments(p: argparse.ArgumentParser, *, rates_default: str = "none") -> None:
+    """Where the re-crawl change-rate estimates persist (``--recrawl whittle``)."""
+    p.add_argument(
+        "--rates",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the robot's change-rate estimates (--recrawl whittle): loaded at start if the file exists, "
+        f"saved atomically at every checkpoint and on stop (default: {rates_default})",
+    )
+    p.add_argument(
+        "--initial-rates",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="change-rate estimates to start from while the robot has none of its own",
     )
 
 
@@ -200,6 +226,12 @@ def config_from_args(
     if args.initial_q_table is not None and not args.initial_q_table.is_file():
         raise ValueError(f"initial Q-table {args.initial_q_table} does not exist")
     q_table = args.q_table if args.q_table is not None else (default_q_table if learning else None)
+    rates = getattr(args, "rates", None)
+    initial_rates = getattr(args, "initial_rates", None)
+    if initial_rates is not None and not initial_rates.is_file():
+        raise ValueError(f"initial change rates {initial_rates} does not exist")
+    if rates is None and args.recrawl == "whittle" and state_dir is not None and default_q_table is not None:
+        rates = default_q_table.parent / RATES_FILE  # beside the robot's own Q-table
     return RobotConfig(
         name=name,
         policy=args.policy,
@@ -211,6 +243,9 @@ def config_from_args(
         refuse_private=args.refuse_private,
         allowed_hosts=allowed,
         max_pages=args.max_pages,
+        pages_per_second=args.pages_per_second,
+        rates=rates,
+        initial_rates=initial_rates,
         checkpoint_interval=args.checkpoint_interval,
         min_relevance=args.min_relevance,
         state_dir=state_dir,
@@ -241,7 +276,9 @@ def build_crawler(
     controller = make_controller(
         config.policy, rng=random.Random(seed), config=config.controller, recrawl_index=hook, q=table
     )
-    return Crawler(config, controller, engine), engine
+    crawler = Crawler(config, controller, engine)
+    crawler.recrawl_hook = hook
+    return crawler, engine
 
 
 def start_q_table(config: RobotConfig) -> QTable | None:
@@ -256,6 +293,21 @@ def start_q_table(config: RobotConfig) -> QTable | None:
     return None
 
 
+def load_start_rates(crawler: Crawler) -> int:
+    """Load the robot's own change-rate estimates (``rates``) if that file exists, else ``initial_rates``.
+    Returns the number of pages with estimates; ValueError naming an unreadable file."""
+    hook = crawler.recrawl_hook
+    if hook is None:
+        return 0
+    from oasis.robot.rates import load_rates_file
+
+    cfg = crawler.config
+    for path in (cfg.rates, cfg.initial_rates):
+        if path is not None and path.exists():
+            return load_rates_file(hook, path)
+    return 0
+
+
 def resume_crawler(crawler: Crawler) -> bool:
     """Resume from the checkpoint (:meth:`Crawler.resume`), keeping the robot's own Q-table file.
 
@@ -263,6 +315,7 @@ def resume_crawler(crawler: Crawler) -> bool:
     then or later (and on stop), so when it exists it replaces the checkpoint's copy: a restarted robot
     never goes back to fewer updates than it saved. Without a file of its own, a resumed robot keeps the
     checkpoint's table (its ``initial_q_table`` is only a starting point)."""
+    load_start_rates(crawler)  # first: the controller's re-crawl arms then find their learned histories
     resumed = crawler.resume()
     path = crawler.config.q_table
     if resumed and path is not None and path.exists():

@@ -58,6 +58,7 @@ class RobotConfig:
     ip_interval: float | None = None  # seconds between request starts to one IP; None: min_delay / 2
     robots_ttl: float = 86400.0  # robots.txt is fetched again after this (RFC 9309 2.4: 24 h) ...
     robots_min_ttl: float = 60.0  # ... or after its Cache-Control max-age, but never sooner than this
+    pages_per_second: float = 0.0  # the page budget per time unit (0 = no budget beyond politeness)
     checkpoint_interval: int = 100  # pages processed between checkpoints
     index_batch: int = 32  # documents per acknowledged Index batch
     index_flush_seconds: float = 2.0  # ... or sooner when the oldest unsent document is this old
@@ -69,6 +70,8 @@ class RobotConfig:
     controller: ControllerConfig = field(default_factory=lambda: SHIPPED)  # the robot as shipped
     q_table: Path | None = None  # the robot's own Q-table: loaded if present, saved as it learns
     initial_q_table: Path | None = None  # the table to start from while q_table does not exist yet
+    rates: Path | None = None  # the re-crawl change-rate estimates: loaded if present, saved with q_table
+    initial_rates: Path | None = None  # estimates to start from while ``rates`` does not exist yet
     extra: dict[str, float] = field(default_factory=dict)  # controller config passthrough
 
     def __post_init__(self) -> None:
@@ -108,6 +111,8 @@ class RobotConfig:
                 raise ValueError(f"{attr} must be >= 1, got {getattr(self, attr)}")
         if self.ip_interval is not None and self.ip_interval < 0:
             raise ValueError(f"ip_interval must be >= 0, got {self.ip_interval}")
+        if not (self.pages_per_second >= 0 and self.pages_per_second < float("inf")):
+            raise ValueError(f"pages_per_second must be finite and >= 0, got {self.pages_per_second}")
         if self.max_redirects < 0 or self.max_pages < 0 or self.target_queue < 0:
             raise ValueError("max_redirects, max_pages and target_queue must be >= 0")
         if not 0.0 <= self.min_relevance <= 1.0:

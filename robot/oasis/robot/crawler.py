@@ -48,6 +48,7 @@ from oasis.robot.fetcher_controller import FetcherController, FetcherControllerC
 from oasis.robot.politeness import Politeness, ip_literal
 from oasis.robot.processor import Known, Processed, ResponseProcessor
 from oasis.robot.scheduling import FetchOutcome, RequestController
+from oasis.robot.scheduling.recrawl import WhittleRecrawl
 from oasis.runtime.files import write_json_atomic
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
@@ -57,6 +58,7 @@ CHECKPOINT_FILE = "checkpoint.json"
 CHECKPOINT_VERSION = 1
 MAX_THROTTLE_RETRIES = 3  # 429 / 503 answers for one URL before it is given up
 ROBOTS_IN_FLIGHT = 2  # robots.txt requests in flight, on top of page requests
+RATE_WINDOW = 60.0  # seconds over which the status's fetch rate is measured
 
 IDLE, RUNNING, STOPPING, STOPPED, DONE = "idle", "running", "stopping", "stopped", "done"
 
@@ -88,6 +90,13 @@ class CrawlStatus:
     pages_per_second: float
     fetcher_controller: dict[str, float] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)
+    # maintaining the topic on a changing web
+    recrawls: int = 0  # fetches of pages already retrieved (outcomes modified / unchanged / deleted)
+    changes_seen: int = 0  # re-crawls that found the page modified or deleted
+    not_modified: int = 0  # 304 answers to conditional GETs
+    recent_pages_per_second: float = 0.0  # page fetches per second over the last RATE_WINDOW seconds
+    freshness_estimate: float = 0.0  # the robot's own F estimate (oasis.robot.rates), no ground truth
+    budget_per_second: float = 0.0
 
 
 class Crawler:
@@ -169,6 +178,13 @@ class Crawler:
         self._refused_hosts: set[str] = set()  # hosts resolving to private addresses (refuse_private)
         self._last_engine_error = ""
         self._starved = False  # the last next_batch with m > 0 returned nothing
+        # a changing web: the re-crawl hook's change-rate estimates (saved with the Q-table), the page
+        # budget per second (a token bucket), the recent fetch times for the fetch rate
+        self.recrawl_hook: WhittleRecrawl | None = None
+        self.not_modified = 0
+        self._fetch_times: deque[float] = deque()
+        self._tokens = 1.0
+        self._tokens_at: float | None = None
 
     # ------------------------------------------------------------------ scope and seeds
     def in_scope(self, url: str) -> bool:
@@ -315,9 +331,30 @@ class Crawler:
         self._events.put(None)
 
     # ------------------------------------------------------------------ status
+    def _freshness_estimate(self) -> float:
+        if self.recrawl_hook is None:
+            return 0.0
+        from oasis.robot.rates import freshness_estimate
+
+        indexed = {
+            u: k.relevance
+            for u, k in self.processor.known.items()
+            if k.relevance >= self.config.min_relevance
+        }
+        return freshness_estimate(self.recrawl_hook, indexed, self._wall())
+
+    def _recent_rate(self, now: float) -> float:
+        while self._fetch_times and self._fetch_times[0] < now - RATE_WINDOW:
+            self._fetch_times.popleft()
+        if self._started_at is None:
+            return 0.0
+        span = min(RATE_WINDOW, now - self._started_at)
+        return len(self._fetch_times) / span if span > 0 else 0.0
+
     def status(self) -> CrawlStatus:
         with self._lock:
             elapsed = self._clock() - self._started_at if self._started_at is not None else 0.0
+            k = self.kinds
             fetched_r = self.relevance_sum
             denom = fetched_r + self.controller.fringe_relevance()
             return CrawlStatus(
@@ -337,6 +374,12 @@ class Crawler:
                 pages_per_second=self.pages_fetched / elapsed if elapsed > 0 else 0.0,
                 fetcher_controller=self.fc.metrics(),
                 kinds=dict(self.kinds),
+                recrawls=k["modified"] + k["unchanged"] + k["deleted"],
+                changes_seen=k["modified"] + k["deleted"],
+                not_modified=self.not_modified,
+                recent_pages_per_second=self._recent_rate(self._clock()),
+                freshness_estimate=self._freshness_estimate(),
+                budget_per_second=self.config.pages_per_second,
             )
 
     # ------------------------------------------------------------------ dispatch thread
@@ -420,6 +463,7 @@ class Crawler:
         self._in_flight_pages -= 1
         self.pages_fetched += 1
         self.bytes_fetched += len(res.content)
+        self._fetch_times.append(res.finished)
         self.fc.observe_fetch(res.finished - task.dispatched)
         if throttled:
             self._throttled[res.url] += 1
@@ -446,17 +490,30 @@ class Crawler:
         m = min(m, self.config.max_response_queue - len(self._responses) - self._in_flight_pages)
         if self._max_pages:
             m = min(m, self._max_pages - self._dispatched_pages)
+        if self.config.pages_per_second > 0:
+            m = min(m, self._budget_tokens(now))
         if m <= 0:
             return
         # the controller's clock is wall time (its re-crawl ages survive a restart); politeness uses monotonic
         batch = list(self.controller.next_batch(m, self._wall(), self._batch_ready(now)))
         self._starved = not batch
+        if self.config.pages_per_second > 0:
+            self._tokens -= len(batch)
         for url in batch:
             host = host_of(url)
             if self.host_ready(host, now):
                 self._start_page(url, now)
             else:  # cannot happen with _batch_ready; be safe rather than impolite
                 self.controller.defer(url)
+
+    def _budget_tokens(self, now: float) -> int:
+        """The page budget per second as a token bucket: tokens accrue at ``pages_per_second`` up to one
+        second's worth (at least one page), so the robot never fetches faster than its budget."""
+        rate = self.config.pages_per_second
+        if self._tokens_at is not None:
+            self._tokens = min(max(1.0, rate), self._tokens + (now - self._tokens_at) * rate)
+        self._tokens_at = now
+        return int(self._tokens)
 
     def _start_page(self, url: str, now: float) -> int:
         """Start a request for ``url`` or record why not; returns the number of requests started (0 / 1)."""
@@ -509,7 +566,8 @@ class Crawler:
                     task.url, max_bytes=self.config.max_robots_bytes, html_only=False, truncate=True
                 )
             else:
-                res = self._fetcher.fetch(task.url)
+                known = self.processor.known.get(task.url)  # held copy: a conditional GET
+                res = self._fetcher.fetch(task.url, validators=known.validators() if known else None)
         except Exception as exc:  # never lose the event: the slot must be released
             logger.warning("fetch of %s failed unexpectedly", task.url[:200], exc_info=True)
             now = self._clock()
@@ -576,6 +634,8 @@ class Crawler:
     def _report(self, res: f.FetchResult, p: Processed, now: float) -> None:
         if p.error is not None:
             self.errors[p.error] += 1
+        if res.kind == f.NOT_MODIFIED:
+            self.not_modified += 1
         self.kinds[p.kind] += 1
         if p.error is None and p.kind in ("new", "modified", "unchanged"):
             self.pages_ok += 1
@@ -673,7 +733,9 @@ class Crawler:
                 "name": self.config.name,
                 "written": self._wall(),
                 "controller": self.controller.state_dict(),
-                "known": {u: [k.hash, k.relevance] for u, k in self.processor.known.items()},
+                "known": {
+                    u: [k.hash, k.relevance, k.etag, k.last_modified] for u, k in self.processor.known.items()
+                },
                 "redirect_depth": dict(self._redirect_depth),
                 "schemes": dict(self._scheme),
                 "counters": {
@@ -685,7 +747,13 @@ class Crawler:
             }
 
     def _save_q(self) -> None:
-        """Write the request controller's Q-table to ``config.q_table`` (atomically: temp file + rename)."""
+        """Write the request controller's Q-table to ``config.q_table`` and the change-rate estimates to
+        ``config.rates`` (each atomically: temp file + rename)."""
+        if self.recrawl_hook is not None and self.config.rates is not None:
+            from oasis.robot.rates import save_rates
+
+            with self._lock:  # the processor thread updates the estimates under this lock
+                save_rates(self.recrawl_hook, self.config.rates)
         path = self.config.q_table
         if path is None:
             return
@@ -746,7 +814,9 @@ class Crawler:
     def _load_checkpoint(self, state: dict[str, Any]) -> None:
         with self._lock:
             self.controller.load_state(state["controller"])
-            self.processor.known = {u: Known(h, float(r)) for u, (h, r) in state.get("known", {}).items()}
+            self.processor.known = {
+                u: Known(k[0], float(k[1]), *k[2:4]) for u, k in state.get("known", {}).items()
+            }
             self._redirect_depth = {u: int(d) for u, d in state.get("redirect_depth", {}).items()}
             for host, scheme in state.get("schemes", {}).items():
                 self._scheme[host] = scheme

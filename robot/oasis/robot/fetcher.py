@@ -20,7 +20,7 @@ import ipaddress
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 
@@ -38,6 +38,7 @@ CHUNK = 64 * 1024
 OK = "ok"
 REDIRECT = "redirect"
 NOT_FOUND = "not_found"  # 404 / 410: the page is gone (the collection deletes it)
+NOT_MODIFIED = "not_modified"  # 304 to a conditional GET: the copy the robot holds is current
 HTTP_4XX = "http_4xx"
 HTTP_5XX = "http_5xx"
 TOO_MANY_REQUESTS = "too_many_requests"  # 429 and 503: back off the host
@@ -97,6 +98,18 @@ class FetchResult:
     @property
     def elapsed(self) -> float:
         return max(0.0, self.finished - self.started)
+
+
+def conditional_headers(validators: Mapping[str, str] | None) -> dict[str, str]:
+    """Request headers of a conditional GET from the validators of the held copy (RFC 9110 13.1)."""
+    if not validators:
+        return {}
+    out = {}
+    if validators.get("etag"):
+        out["If-None-Match"] = validators["etag"]
+    if validators.get("last-modified"):
+        out["If-Modified-Since"] = validators["last-modified"]
+    return out
 
 
 def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
@@ -179,12 +192,20 @@ class Fetcher:
         self._session.close()
 
     def fetch(
-        self, url: str, *, max_bytes: int | None = None, html_only: bool = True, truncate: bool = False
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        html_only: bool = True,
+        truncate: bool = False,
+        validators: Mapping[str, str] | None = None,
     ) -> FetchResult:
         """GET ``url`` (canonical http/https). Never raises for network or server behaviour.
 
         A body longer than ``max_bytes`` (decoded) is a ``too_large`` error, or with ``truncate`` an OK
-        result holding its first ``max_bytes`` bytes (robots.txt).
+        result holding its first ``max_bytes`` bytes (robots.txt). ``validators`` (``ETag`` /
+        ``Last-Modified`` of the copy the robot holds) make it a conditional GET (``If-None-Match`` /
+        ``If-Modified-Since``); a 304 answer is a ``not_modified`` result.
         """
         cfg = self._config
         cap = cfg.max_bytes if max_bytes is None else max_bytes
@@ -199,7 +220,7 @@ class Fetcher:
             if not is_public_host(urlsplit(url).netloc):
                 return self._failed(url, PRIVATE_ADDRESS, started, "private address")
         try:
-            return self._get(url, cap, html_only, truncate, started)
+            return self._get(url, cap, html_only, truncate, started, conditional_headers(validators))
         except requests.Timeout as exc:
             return self._failed(url, TIMEOUT, started, str(exc)[:300])
         except requests.exceptions.ContentDecodingError as exc:
@@ -221,16 +242,32 @@ class Fetcher:
         """An unsuccessful result of kind ``kind``, finished now."""
         return FetchResult(url, kind, status=status, started=started, finished=self._clock(), message=message)
 
-    def _get(self, url: str, cap: int, html_only: bool, truncate: bool, started: float) -> FetchResult:
+    def _get(
+        self,
+        url: str,
+        cap: int,
+        html_only: bool,
+        truncate: bool,
+        started: float,
+        extra_headers: dict[str, str] | None = None,
+    ) -> FetchResult:
         cfg = self._config
         deadline = started + cfg.total_timeout
         resp = self._session.get(
-            url, stream=True, allow_redirects=False, timeout=(cfg.connect_timeout, cfg.read_timeout)
+            url,
+            stream=True,
+            allow_redirects=False,
+            timeout=(cfg.connect_timeout, cfg.read_timeout),
+            headers=extra_headers or None,
         )
         try:
             status = resp.status_code
             headers = {k.lower(): v[:500] for k, v in list(resp.headers.items())[:100]}
             media, charset = parse_content_type(resp.headers.get("Content-Type", ""))
+            if status == 304 and extra_headers:
+                return FetchResult(
+                    url, NOT_MODIFIED, status=304, started=started, finished=self._clock(), headers=headers
+                )
             if 300 <= status < 400 and status != 304:
                 return self._redirect(url, resp, status, started)
             if status in (429, 503):

@@ -50,6 +50,11 @@ class Known:
 
     hash: str
     relevance: float
+    etag: str = ""  # the validators of the copy, for conditional GETs
+    last_modified: str = ""
+
+    def validators(self) -> dict[str, str]:
+        return {"etag": self.etag, "last-modified": self.last_modified}
 
 
 class ResponseProcessor:
@@ -115,6 +120,10 @@ class ResponseProcessor:
                     for url, anchor in links
                 )
                 out.append(self._page(res.url, title, text, r, children, noindex, fetch_time))
+                known = self.known.get(res.url)
+                if known is not None:
+                    known.etag = res.headers.get("etag", "")
+                    known.last_modified = res.headers.get("last-modified", "")
             else:
                 out.append(self._failure(res))
         return out
@@ -148,6 +157,10 @@ class ResponseProcessor:
         return Processed(url, kind, r, children, op, None, digest)
 
     def _failure(self, res: f.FetchResult) -> Processed:
+        if res.kind == f.NOT_MODIFIED:  # 304: the held copy is current (a re-crawl that found no change)
+            before = self.known.get(res.url)
+            if before is not None:
+                return Processed(res.url, UNCHANGED, before.relevance, (), None, None, before.hash)
         if res.kind == f.REDIRECT and res.redirect_to is not None:
             # the redirect's target is the one child of a page with no content of its own (reward 0)
             target = res.redirect_to

@@ -31,6 +31,12 @@ def status_to_proto(s: CrawlStatus) -> robot_pb2.RobotStatus:
         recall_estimate=s.recall_estimate,
         response_queue=s.response_queue,
         policy=s.policy,
+        recrawls=s.recrawls,
+        changes_seen=s.changes_seen,
+        not_modified=s.not_modified,
+        pages_per_second=s.recent_pages_per_second,
+        freshness_estimate=s.freshness_estimate,
+        budget_per_second=s.budget_per_second,
     )
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from oasis.runtime.engine_types import EngineHit, EngineReply, IndexDocument, IndexReport
+from oasis.runtime.engine_types import EngineDocument, EngineHit, EngineReply, IndexDocument, IndexReport
 from oasis.runtime.errors import ServiceError
 from oasis.runtime.rpc import GrpcClient
 from oasis.v1 import (
@@ -142,6 +142,20 @@ class EngineClient(GrpcClient):
                     )
         finally:
             stream.cancel()  # no-op once the stream has ended; frees it when the caller stops early
+    def list_documents(self, *, page: int = 1000, timeout: float = 10.0) -> list[EngineDocument]:
+        """Every document the engine holds (URL, title, fetch time, relevance), in pages of ``page``."""
+        out: list[EngineDocument] = []
+        after = ""
+        while True:
+            request = engine_pb2.ListDocumentsRequest(after=after, limit=page)
+            reply = self._call("ListDocuments", self._stub.ListDocuments, request, timeout=timeout)
+            out.extend(
+                EngineDocument(url=d.url, title=d.title, fetch_time=d.fetch_time, relevance=d.relevance)
+                for d in reply.documents
+            )
+            if not reply.more or not reply.documents:
+                return out
+            after = reply.documents[-1].url
 
     def topic(self) -> tuple[str, str, list[str]]:
         t = self._call("GetTopic", self._stub.GetTopic, engine_pb2.GetTopicRequest())
@@ -283,6 +297,13 @@ class RobotState:
     frontier_size: int
     errors: dict[str, int]
     harvest_rate: float
+    recall_estimate: float = 0.0
+    recrawls: int = 0
+    changes_seen: int = 0
+    not_modified: int = 0
+    pages_per_second: float = 0.0
+    freshness_estimate: float = 0.0
+    budget_per_second: float = 0.0
 
 
 class RobotClient(GrpcClient):
@@ -295,7 +316,19 @@ class RobotClient(GrpcClient):
     def status(self, timeout: float = 2.0) -> RobotState:
         r = self._call("Status", self._stub.Status, robot_pb2.StatusRequest(), timeout=timeout)
         return RobotState(
-            r.state, r.pages_fetched, r.pages_indexed, r.frontier_size, dict(r.errors), r.harvest_rate
+            r.state,
+            r.pages_fetched,
+            r.pages_indexed,
+            r.frontier_size,
+            dict(r.errors),
+            r.harvest_rate,
+            recall_estimate=r.recall_estimate,
+            recrawls=r.recrawls,
+            changes_seen=r.changes_seen,
+            not_modified=r.not_modified,
+            pages_per_second=r.pages_per_second,
+            freshness_estimate=r.freshness_estimate,
+            budget_per_second=r.budget_per_second,
         )
 
 

@@ -40,3 +40,13 @@ class EngineReply:
     hits: tuple[EngineHit, ...]
     max_score: float
     total: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineDocument:
+    """A document an engine holds, as ``ListDocuments`` reports it (no text)."""
+
+    url: str
+    title: str
+    fetch_time: float
+    relevance: float

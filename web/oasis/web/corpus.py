@@ -404,8 +404,9 @@ def load_graph(
 
 def load_corpus(spec_or_path: str | Path, *, base_url: str = DEFAULT_BASE_URL) -> Corpus:
     """One entry point: ``synthetic:...`` (generated web), ``debian:NAME`` (installed documentation, see
-    :mod:`oasis.web.corpora`), a ``.warc``/``.warc.gz`` file, a ``.graphml``/``.edgelist`` file, or a folder
-    of HTML files (served at ``base_url``)."""
+    :mod:`oasis.web.corpora`), ``pydoc:modules=N,reserve=K`` (the stdlib rendered by pydoc, see
+    :mod:`oasis.web.pydoc_corpus`), a ``.warc``/``.warc.gz`` file, a ``.graphml``/``.edgelist`` file, or a
+    folder of HTML files (served at ``base_url``)."""
     spec = str(spec_or_path)
     if spec.startswith(SPEC_PREFIX):
         return synthetic_web(spec)
@@ -413,6 +414,13 @@ def load_corpus(spec_or_path: str | Path, *, base_url: str = DEFAULT_BASE_URL) -
         from oasis.web.corpora import debian_corpus
 
         return debian_corpus(spec.removeprefix("debian:"))
+    if spec.startswith("pydoc:"):
+        from oasis.web.pydoc_corpus import PydocError, pydoc_corpus
+
+        try:
+            return pydoc_corpus(spec)
+        except PydocError as exc:
+            raise CorpusError(str(exc)) from exc
     path = Path(spec)
     if not path.exists():
         raise CorpusError(

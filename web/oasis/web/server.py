@@ -33,6 +33,7 @@ from typing import NamedTuple
 from urllib.parse import urljoin, urlsplit
 
 from oasis.runtime.urls import InvalidURL, canonicalize
+from oasis.web.living import LivingWeb
 from oasis.web.model import Corpus, origin_of
 
 logger = logging.getLogger(__name__)
@@ -191,6 +192,8 @@ class _Handler(BaseHTTPRequestHandler):
             url = canonicalize(origin + path)
         except InvalidURL:
             return self._send(400, b"bad request path\n", "text/plain; charset=utf-8", send_body)
+        if web.living is not None:  # a changing web: versions, validators, 304 / 410 (oasis.web.living)
+            return self._respond_living(web, web.living, url, send_body)
         markup = web.corpus.html_of(url)
         if markup is None and url.endswith("/"):  # a folder: its index page, as a web server would
             url += "index.html"
@@ -201,6 +204,19 @@ class _Handler(BaseHTTPRequestHandler):
             )
         body = web.rewrite_links(markup, url).encode("utf-8", errors="replace")
         return self._send(200, body, "text/html; charset=utf-8", send_body)
+
+    def _respond_living(self, web: ReplayedWeb, living: LivingWeb, url: str, send_body: bool) -> int:
+        if url.endswith("/") and url not in living.states:  # a folder: its index page
+            url += "index.html"
+        status, markup, headers = living.answer(url, self.headers)
+        html_type = "text/html; charset=utf-8"
+        if status == 200 and markup is not None:
+            body = web.rewrite_links(markup, url).encode("utf-8", errors="replace")
+            return self._send(200, body, html_type, send_body, headers)
+        if status == 304:
+            return self._send(304, b"", html_type, False, headers)
+        word = b"gone" if status == 410 else b"not found"
+        return self._send(status, b"<html><body>" + word + b"</body></html>\n", html_type, send_body, headers)
 
     def _send(
         self,
@@ -243,8 +259,10 @@ class ReplayedWeb:
         robots: RobotsPolicy | Mapping[str, RobotsPolicy] | None = None,
         behaviour: Behaviour | Mapping[str, Behaviour] | None = None,
         hosts: Mapping[str, int] | None = None,
+        living: LivingWeb | None = None,
     ) -> None:
         self.corpus = corpus
+        self.living = living  # pages change over time (oasis.web.living); None: the corpus as it is
         self.origins = corpus.hosts()
         if not self.origins:
             raise ValueError("the corpus has no pages to serve")
