@@ -229,6 +229,21 @@ def test_quality_lines_accept_the_series_names_and_derive_m() -> None:
     assert [(p.t, p.M) for p in out["py"]] == [(3.0, 0.5)]
 
 
+def test_quality_lines_read_the_cluster_evaluators_rows_of_every_topic(tmp_path: Path) -> None:
+    # STATE_DIR/quality.jsonl as oasis.cluster.evaluator appends it: one row per evaluation, all topics
+    rows = [
+        {"time": 100.0, "elapsed": 1.0, "web": {"pages": 9}, "topics": {
+            "net": {"recall": 0.3, "freshness": 1.0, "M": 0.3, "robot": {"state": "running"}},
+            "text": {"recall": 0.5, "freshness": 0.8, "M": 0.5}}},
+        {"time": 102.0, "elapsed": 3.0, "topics": {"net": {"recall": 0.6, "freshness": 0.9, "M": 0.6}}},
+    ]  # fmt: skip
+    (tmp_path / "quality.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = read_quality(tmp_path / "quality.jsonl")
+    got = [(p.t, p.recall, p.freshness, p.M) for p in out["net"]]
+    assert got == [(100.0, 0.3, 1.0, 0.3), (102.0, 0.6, 0.9, 0.6)]
+    assert [(p.t, p.M) for p in out["text"]] == [(100.0, 0.5)]
+
+
 def test_quality_folder_is_read_per_topic_and_sorted(tmp_path: Path) -> None:
     assert read_quality(tmp_path / "absent") == {}
     (tmp_path / "db.jsonl").write_text(

@@ -27,6 +27,7 @@ DEFAULT_CONFIG = "default_cluster.toml"
 RESERVED_NAMES = frozenset({"directory", "broker", "replayed-web", "gateway"})
 ROBOT_PREFIX = "robot-"
 LEARNING_POLICY = "whittle"  # the robot policy that learns a Q-table
+QUALITY_FILE = "quality.jsonl"  # the evaluator's R/F/M series in the state folder (oasis.cluster.quality)
 ROBOT_FILES = ("controller_config", "q_table", "initial_q_table", "initial_rates")  # robot keys (paths)
 NODE_SERVICES = ("directory", "broker", "gateway", "web")  # besides engine:TOPIC and robot:TOPIC
 TOPIC_SERVICES = ("engine", "robot")

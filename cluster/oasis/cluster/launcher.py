@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oasis.cluster.config import ROBOT_PREFIX, ClusterConfig, NodeConfig
+from oasis.cluster.config import QUALITY_FILE, ROBOT_PREFIX, ClusterConfig, NodeConfig
 from oasis.runtime.files import write_json_atomic
 from oasis.runtime.rpc import health_status
 from oasis.runtime.spawn import SpawnError, log_tail, spawn_service
@@ -519,7 +519,7 @@ def gateway_argv(broker: str, directory: str, state_dir: Path, extra: Sequence[s
         "--broker", broker,
         "--directory", directory,
         "--cluster-state", str(state_dir / STATE_FILE),
-        "--quality", str(state_dir / "quality"),
+        "--quality", str(state_dir / QUALITY_FILE),
         *extra,
     ]  # fmt: skip
 

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oasis.cluster.config import QUALITY_FILE as QUALITY_FILE  # re-exported: where the series lives
 from oasis.replay.metrics import freshness_from_sums, quality, recall_from_sums
-
-QUALITY_FILE = "quality.jsonl"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -272,6 +272,15 @@ def parse_quality_lines(lines: Iterable[str], default_topic: str) -> dict[str, l
             continue
         if not isinstance(record, dict):
             continue
+        if isinstance(record.get("topics"), dict):  # the cluster evaluator's row: every topic at one time
+            t = _number(record, "t")  # "t", "time" or "elapsed"
+            for topic, values in record["topics"].items():
+                if t is not None and isinstance(values, dict):
+                    flat = {"t": t, "topic": topic}
+                    flat.update({k: values.get(k) for k in ("recall", "freshness", "M")})
+                    for name, points in parse_quality_lines([json.dumps(flat)], default_topic).items():
+                        out.setdefault(name, []).extend(points)
+            continue
         t = _number(record, "t")
         values = {k: _number(record, k) for k in ("recall", "freshness", "M")}
         if t is None or all(v is None for v in values.values()):
