@@ -160,6 +160,9 @@ def run(args: argparse.Namespace) -> int:
                         qps=throughput(search, queries, args.repeats, args.clients),
                     )
                 )
+            for q in queries[: args.examples]:  # snippet quality: matched terms in context
+                for hit in index.search(q, limit=2).hits:
+                    print(f"[{q}] {hit.url}\n    {hit.snippet}")
             searcher.close()
             raw.close()
             index.close()
@@ -206,5 +209,6 @@ def register(sub: Any) -> None:
     p.add_argument("--repeats", type=int, default=5, help="passes over the query set for latency")
     p.add_argument("--clients", type=int, default=4, help="concurrent client threads for throughput")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--examples", type=int, default=3, help="print the top snippets of this many queries")
     p.add_argument("--json-out", default=None)
     p.set_defaults(func=run)
