@@ -4,7 +4,8 @@
   fields, no snippets (the baseline);
 * ``direct``: the same index through ``TopicIndex.search`` in this process (exact total, snippets);
 * ``engine``: the same central index served by one ``python -m oasis.engine`` over gRPC;
-* ``broker``: ``python -m oasis.broker`` over the three topic engines (route, fan-out, merge).
+* ``broker``: ``python -m oasis.broker`` over the three topic engines (route, fan-out, merge);
+* ``engines-serial``: the three topic engines asked one after another (the CPU the broker's fan-out needs).
 
 Latency is measured one query at a time, the modes interleaved (each query in every mode in turn);
 throughput with ``--clients`` concurrent client threads. Results are also given as ratios to ``bare``
@@ -147,7 +148,19 @@ def run(args: argparse.Namespace) -> int:
                 partial[0] += reply.partial
                 return len(reply.hits)
 
-            searches = {"bare": bare, "direct": direct, "engine": one_engine, "broker": brokered}
+            topic_engines = [
+                engine_pb2_grpc.EngineStub(stack.enter_context(open_channel(e.address)))
+                for e in cluster.engines.values()
+            ]
+
+            def serial(q: str) -> int:  # what the broker's fan-out costs in CPU: every topic engine's search
+                return sum(
+                    len(e.Search(engine_pb2.SearchRequest(query=q, limit=10), timeout=10).hits)
+                    for e in topic_engines
+                )
+
+            searches: dict[str, Search] = {"bare": bare, "direct": direct, "engine": one_engine}
+            searches.update({"broker": brokered, "engines-serial": serial})
             measured = latencies(searches, queries, args.repeats)
             for mode, search in tqdm(searches.items(), desc="throughput", unit="mode", leave=False):
                 ms = measured[mode]
@@ -190,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"p50 direct/bare {by_mode['direct'].p50_ms / base.p50_ms:.2f}x, "
         f"engine/bare {by_mode['engine'].p50_ms / base.p50_ms:.2f}x, "
-        f"broker/engine {by_mode['broker'].p50_ms / by_mode['engine'].p50_ms:.2f}x"
+        f"broker/engine {by_mode['broker'].p50_ms / by_mode['engine'].p50_ms:.2f}x, "
+        f"engines-serial/engine {by_mode['engines-serial'].p50_ms / by_mode['engine'].p50_ms:.2f}x"
     )
     if args.json_out:
         Path(args.json_out).write_text(
