@@ -43,6 +43,9 @@ BENCHMARKS: dict[str, Command] = {
     "scheduler": Command(
         "oasis.bench.scheduler", "request controller: decisions/s and memory at 1e4..1e6 queued URLs"
     ),
+    "whoosh-lines": Command(
+        "oasis.bench.whoosh_lines", "Whoosh 2.7.4 vs whoosh-reloaded vs whoosh3: format, results, speed"
+    ),
     "web": Command("oasis.bench.web", "HTML parsing, synthetic web generation, replayed-web serving"),
 }
 

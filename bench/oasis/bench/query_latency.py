@@ -4,7 +4,8 @@
   fields, no snippets (the baseline);
 * ``direct``: the same index through ``TopicIndex.search`` in this process (exact total, snippets);
 * ``engine``: the same central index served by one ``python -m oasis.engine`` over gRPC;
-* ``broker``: ``python -m oasis.broker`` over the three topic engines (route, fan-out, merge).
+* ``broker``: ``python -m oasis.broker`` over the three topic engines (route, fan-out, merge);
+* ``engines-serial``: the three topic engines asked one after another (the CPU the broker's fan-out needs).
 
 Latency is measured one query at a time, the modes interleaved (each query in every mode in turn);
 throughput with ``--clients`` concurrent client threads. Results are also given as ratios to ``bare``
@@ -151,7 +152,19 @@ def run(args: argparse.Namespace) -> int:
                 partial[0] += reply.partial
                 return len(reply.hits)
 
-            searches = {"bare": bare, "direct": direct, "engine": one_engine, "broker": brokered}
+            topic_engines = [
+                engine_pb2_grpc.EngineStub(stack.enter_context(open_channel(e.address)))
+                for e in cluster.engines.values()
+            ]
+
+            def serial(q: str) -> int:  # what the broker's fan-out costs in CPU: every topic engine's search
+                return sum(
+                    len(e.Search(engine_pb2.SearchRequest(query=q, limit=10), timeout=10).hits)
+                    for e in topic_engines
+                )
+
+            searches: dict[str, Search] = {"bare": bare, "direct": direct, "engine": one_engine}
+            searches.update({"broker": brokered, "engines-serial": serial})
             measured = latencies(searches, queries, args.repeats)
             for mode, search in tqdm(searches.items(), desc="throughput", unit="mode", leave=False):
                 ms = measured[mode]
@@ -164,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
                         qps=throughput(search, queries, args.repeats, args.clients),
                     )
                 )
+            for q in queries[: args.examples]:  # snippet quality: matched terms in context
+                for hit in index.search(q, limit=2).hits:
+                    print(f"[{q}] {hit.url}\n    {hit.snippet}")
             searcher.close()
             raw.close()
             index.close()
@@ -193,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"p50 direct/bare {by_mode['direct'].p50_ms / base.p50_ms:.2f}x, "
         f"engine/bare {by_mode['engine'].p50_ms / base.p50_ms:.2f}x, "
-        f"broker/engine {by_mode['broker'].p50_ms / by_mode['engine'].p50_ms:.2f}x"
+        f"broker/engine {by_mode['broker'].p50_ms / by_mode['engine'].p50_ms:.2f}x, "
+        f"engines-serial/engine {by_mode['engines-serial'].p50_ms / by_mode['engine'].p50_ms:.2f}x"
     )
     if args.metrics_overhead:
         print(
@@ -250,6 +267,7 @@ def register(sub: Any) -> None:
     p.add_argument("--repeats", type=int, default=5, help="passes over the query set for latency")
     p.add_argument("--clients", type=int, default=4, help="concurrent client threads for throughput")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--examples", type=int, default=3, help="print the top snippets of this many queries")
     p.add_argument("--json-out", default=None)
     p.add_argument(
         "--metrics-overhead",
