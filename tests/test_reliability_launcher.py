@@ -95,8 +95,8 @@ def test_two_concurrent_up_on_one_state_folder_one_wins_the_other_exits_non_zero
     assert codes[0] == 0 and codes[1] != 0, outs
     loser = next(err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode != 0)
     assert str(state.resolve()) in loser and ("already" in loser or "in use" in loser), loser
-    # one cluster: one directory, one engine, one broker
-    assert len(processes_of(state)) == 3
+    # one cluster: one directory, one engine, one broker, one gateway
+    assert len(processes_of(state)) == 4  # directory, engine, broker, gateway
     down = oasis(state, "down")
     assert down.returncode == 0, down.stderr
     assert processes_of(state) == [], "orphans after down"
@@ -113,7 +113,7 @@ def test_second_up_on_a_running_cluster_is_refused(state: Path) -> None:
 def test_truncated_cluster_json_down_still_stops_everything_and_up_refuses(state: Path) -> None:
     assert up(state).returncode == 0
     pids = processes_of(state)
-    assert len(pids) == 3
+    assert len(pids) == 4
     path = state / "cluster.json"
     text = path.read_text()
     path.write_text(text[: len(text) // 2])
@@ -126,7 +126,7 @@ def test_truncated_cluster_json_down_still_stops_everything_and_up_refuses(state
     down = oasis(state, "down")
     print(down.stdout, down.stderr)
     assert down.returncode == 0, down.stderr
-    assert "stopped 3" in down.stdout
+    assert "stopped 4" in down.stdout
     deadline = time.monotonic() + 10
     while processes_of(state) and time.monotonic() < deadline:
         time.sleep(0.1)
