@@ -116,12 +116,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 
 def test_status_json_lists_the_metrics_address_of_every_grpc_service(cluster: dict[str, Any]) -> None:
     services = cluster["services"]
-    assert sorted(services) == sorted(
-        ["directory", "databases", "python", "broker", "replayed-web", "robot-databases", "robot-python"]
-    )
+    robots = ["robot-databases", "robot-python"]
+    names = ["directory", "databases", "python", "broker", "gateway", "replayed-web", *robots]
+    assert sorted(services) == sorted(names)
     for name, s in services.items():
         if s["kind"] == "web":
             assert s["metrics"] is None  # the replayed web is a test fixture, not an Oasis gRPC service
+            continue
+        if s["kind"] == "gateway":  # HTTP: GET /metrics beside its pages
+            assert s["metrics"] == s["address"], s
+            assert "oasis_gateway_requests_total" in scrape(s["metrics"]), name
             continue
         assert re.fullmatch(r"127\.0\.0\.1:\d+", s["metrics"]), s
         assert s["metrics"] != s["address"]

@@ -74,7 +74,9 @@ class GatewayServer(uvicorn.Server):
         if self.started:
             logger.info("gateway serving on http://%s", self._address)
             if self._address_file is not None:
-                write_json_atomic(self._address_file, {"address": self._address, "pid": os.getpid()})
+                # its Prometheus metrics are GET /metrics on the same HTTP address
+                info = {"address": self._address, "pid": os.getpid(), "metrics": self._address}
+                write_json_atomic(self._address_file, info)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
