@@ -121,15 +121,16 @@ def test_status_page_in_a_browser(browser: object, gateway_cluster: GatewayClust
     assert health["broker"] == health["databases"] == health["gateway"] == "SERVING", health
     assert browser.find_element(By.ID, "noquality").text.startswith("no quality data yet")
     # R/F/M series on disk (as the live evaluator writes them) become one SVG plot per topic
-    quality = gateway_cluster.state / "quality"
-    quality.mkdir(exist_ok=True)
-    for topic, rate in (("databases", 0.04), ("python", 0.02)):
-        lines = [
-            json.dumps({"t": 10.0 * i, "topic": topic, "recall": min(1.0, rate * i),
-                        "freshness": max(0.0, 1.0 - 0.5 * rate * i)})
-            for i in range(40)
-        ]  # fmt: skip
-        (quality / f"{topic}.jsonl").write_text("\n".join(lines) + "\n")
+    # (STATE_DIR/quality.jsonl: one row per evaluation with every topic, as oasis.cluster.evaluator writes it)
+    quality = gateway_cluster.state / "quality.jsonl"
+    rows = []
+    for i in range(40):
+        topics = {}
+        for topic, rate in (("databases", 0.04), ("python", 0.02)):
+            r, f = min(1.0, rate * i), max(0.0, 1.0 - 0.5 * rate * i)
+            topics[topic] = {"recall": r, "freshness": f, "M": min(r, f)}
+        rows.append(json.dumps({"time": 10.0 * i, "elapsed": 10.0 * i, "topics": topics}))
+    quality.write_text("\n".join(rows) + "\n")
     try:
         browser.refresh()
         plots = browser.find_elements(By.CSS_SELECTOR, "#plots figure.plot")
@@ -139,5 +140,4 @@ def test_status_page_in_a_browser(browser: object, gateway_cluster: GatewayClust
             assert p.find_element(By.TAG_NAME, "svg").size["width"] > 300  # rendered, not collapsed
         save(browser, tmp_path, "gateway-status.png")
     finally:
-        for topic in ("databases", "python"):
-            (quality / f"{topic}.jsonl").unlink()
+        quality.unlink()

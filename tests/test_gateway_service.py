@@ -178,12 +178,13 @@ def test_status_page_shows_the_cluster_and_quality_series(gateway_cluster: Gatew
     assert rows["databases"]["documents"] == len(DB_SUBJECTS) + 1 and rows["python"]["documents"] == 10
     page = get(gateway_cluster, "/status").text
     assert "no quality data yet" in page and "<polyline" not in page
-    # the live evaluator's series appear as plots as soon as they are on disk
-    quality = gateway_cluster.state / "quality"
-    quality.mkdir(exist_ok=True)
-    lines = [json.dumps({"t": t, "topic": "databases", "recall": t / 20, "freshness": 1 - t / 40})
+    # the live evaluator's series (STATE_DIR/quality.jsonl, one row per evaluation with every topic, as
+    # oasis.cluster.evaluator appends it) appear as plots as soon as they are on disk
+    quality = gateway_cluster.state / "quality.jsonl"
+    lines = [json.dumps({"time": t, "elapsed": t, "topics": {"databases": {
+                 "recall": t / 20, "freshness": 1 - t / 40, "M": min(t / 20, 1 - t / 40)}}})
              for t in range(11)]  # fmt: skip
-    (quality / "databases.jsonl").write_text("\n".join(lines) + "\n")
+    quality.write_text("\n".join(lines) + "\n")
     try:
         page = get(gateway_cluster, "/status").text
         assert "no quality data yet" not in page
@@ -193,7 +194,7 @@ def test_status_page_shows_the_cluster_and_quality_series(gateway_cluster: Gatew
             "points"
         ] == 11
     finally:
-        (quality / "databases.jsonl").unlink()
+        quality.unlink()
 
 
 def test_a_dead_broker_is_a_503_until_it_is_back(gateway_cluster: GatewayCluster) -> None:
