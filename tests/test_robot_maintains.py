@@ -89,7 +89,9 @@ def test_robot_replaces_modified_removes_deleted_and_keeps_its_budget(
             wait(lambda: float((engine.index.document(p2) or {}).get("fetch_time", 0.0)) >= modified)
             assert "Revision 1" in str((engine.index.document(p2) or {}).get("text"))
             s = crawler.status()
-            assert s.state == "running" and s.changes_seen >= 2 and s.recrawls > 10
+            # still maintaining: every re-crawl is a 304 or a change seen (the modified and the deleted page)
+            assert s.state == "running" and s.changes_seen >= 2 and s.not_modified >= 6
+            assert s.recrawls >= s.not_modified + s.changes_seen
             # the budget: never more page requests than 10/s (plus the bucket's one second of tokens)
             pages = [r for r in web.access_log if r.path.endswith(".html")]
             span = pages[-1].time - pages[0].time
