@@ -35,6 +35,7 @@ CAPS = {
     "engine": 400 * MiB,
     "robot": 300 * MiB,
     "web": 300 * MiB,
+    "gateway": 200 * MiB,
 }
 
 CONFIG = """
@@ -79,6 +80,11 @@ HOSTILE = [
     "x" * 2000,  # one 2000-character term
     "AND OR NOT",
     'title:"sql" OR url:python',
+    # queries of death before the restricted query language (issue 15 item 2): refused or bounded now
+    "?*",
+    "sql *a* *e* *i* *o* *u*",
+    '"' + " ".join(f"w{i}" for i in range(300)) + '"~50',
+    "fetch_time:*",
 ]
 
 
