@@ -114,6 +114,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def _print_endpoints(cluster: Cluster) -> None:
     for s in cluster.services:
         print(f"  {s.kind:<9} {s.name:<20} {s.address}")
+    for s in cluster.of_kind("gateway"):
+        print(f"search page: http://{s.address}/  dashboard: http://{s.address}/status")
     print(f"state: {cluster.state_path}")
 
 
