@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from oasis.cluster.launcher import Cluster
+    from oasis.cluster.launcher import Cluster, ServiceRecord
     from oasis.runtime.clients import IndexDocument, SearchResult
 
 logger = logging.getLogger(__name__)
@@ -532,20 +532,29 @@ def documents_from_files(paths: list[Path], base_url: str | None = None) -> Iter
         yield IndexDocument(url=url, title=page.title, text=page.text, fetch_time=f.stat().st_mtime)
 
 
-def cmd_index(args: argparse.Namespace) -> int:
-    from oasis.runtime.clients import BULK_FLUSH_EVERY, BULK_INDEX_TIMEOUT, EngineClient, ServiceError
-
+def find_engine(args: argparse.Namespace, prog: str) -> ServiceRecord | int:
+    """The record of the engine ``args.engine`` of the local cluster, or the exit code after saying why
+    there is none (1: no cluster here, 2: no such engine)."""
     cluster = _load(args)
     if cluster is None:
         return 1
     try:
-        engine = cluster.get(args.engine)
+        record = cluster.get(args.engine)
     except KeyError as exc:
-        print(f"oasis index: {exc.args[0]}", file=sys.stderr)
+        print(f"{prog}: {exc.args[0]}", file=sys.stderr)
         return 2
-    if engine.kind != "engine":
-        print(f"oasis index: {args.engine} is a {engine.kind}, not an engine", file=sys.stderr)
+    if record.kind != "engine":
+        print(f"{prog}: {args.engine} is a {record.kind}, not an engine", file=sys.stderr)
         return 2
+    return record
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from oasis.runtime.clients import BULK_FLUSH_EVERY, BULK_INDEX_TIMEOUT, EngineClient, ServiceError
+
+    engine = find_engine(args, "oasis index")
+    if isinstance(engine, int):
+        return engine
     from tqdm import tqdm
 
     try:

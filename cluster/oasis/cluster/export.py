@@ -145,19 +145,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     address = args.address
     if address is None:
-        from oasis.cluster.commands import _load
+        from oasis.cluster.commands import find_engine
 
-        cluster = _load(args)
-        if cluster is None:
-            return 1
-        try:
-            record = cluster.get(args.engine)
-        except KeyError as exc:
-            print(f"oasis export: {exc.args[0]}", file=sys.stderr)
-            return 2
-        if record.kind != "engine":
-            print(f"oasis export: {args.engine} is a {record.kind}, not an engine", file=sys.stderr)
-            return 2
+        record = find_engine(args, "oasis export")
+        if isinstance(record, int):
+            return record
         address = record.address
     try:
         n = export(address, args.engine, args.format, args.out, limit=args.limit)
