@@ -321,8 +321,13 @@ class Cluster:
         if self.owns(record):
             self.stop_one(record)
         previous = self._procs.pop(name, None)
-        if previous is not None:
-            previous.poll()  # a child of ours that died (kill -9): reap it; its Popen is not left "running"
+        if previous is not None and previous.poll() is None:
+            # a child of ours killed a moment ago (kill -9) whose death is not visible yet, or one no longer
+            # recognisable as the service (e.g. a zombie has no command line): it is still our child, so its
+            # pid cannot have been reused; end it and reap it (its Popen is never left "running")
+            with contextlib.suppress(ProcessLookupError):
+                previous.kill()
+            previous.wait(timeout=10)
         grpc_health = record.kind not in ("web", "gateway", "evaluator")
         return self.start(
             record.name, record.kind, record.argv, port=record.port, timeout=timeout, grpc_health=grpc_health
