@@ -46,7 +46,8 @@ class GroupQueue:
         while item >= len(seqs):
             seqs.append(0)
             self._key.append(0.0)
-        if seqs[item]:
+        old = seqs[item]
+        if old:
             if self._key[item] == key:
                 return
         else:
@@ -56,6 +57,14 @@ class GroupQueue:
         seqs[item] = seq
         self._key[item] = key
         heap = self._heap
+        if old and heap[0][1] == old:
+            # the item's valid entry is the top (the group just served, re-keyed by its Q-update): replace it
+            # in place instead of leaving a stale entry to pop later. A higher key stays on top unsifted.
+            if -key < heap[0][0]:
+                heap[0] = (-key, seq, item)
+            else:
+                heapq.heapreplace(heap, (-key, seq, item))
+            return
         heapq.heappush(heap, (-key, seq, item))
         if len(heap) > 2 * self._live + 1024:  # mostly stale entries: drop them (in place, O(heap))
             heap[:] = [e for e in heap if seqs[e[2]] == e[1]]
