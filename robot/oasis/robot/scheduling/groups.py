@@ -41,8 +41,10 @@ class GroupQueue:
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, int]] = []
-        self._seq = array("q")  # item -> seq of its valid entry (0: not queued)
-        self._key = array("d")  # item -> priority of its valid entry
+        # lists, not typed arrays: a read returns the stored int / float instead of boxing a new one (a few
+        # reads per decision; one slot per state group, so the size does not matter)
+        self._seq: list[int] = []  # item -> seq of its valid entry (0: not queued)
+        self._key: list[float] = []  # item -> priority of its valid entry
         self._hseq = 0
         self._live = 0  # queued items
 
@@ -55,17 +57,17 @@ class GroupQueue:
     def push(self, item: int, key: float) -> None:
         """Queue ``item`` with priority ``key`` (or re-key it; an unchanged key keeps its place)."""
         seqs = self._seq
-        while item >= len(seqs):
-            seqs.append(0)
-            self._key.append(0.0)
-        old = seqs[item]
+        try:
+            old = seqs[item]
+        except IndexError:  # a new item (items are small ints, given out in order): its slots
+            self._grow(item)
+            old = 0
         if old:
             if self._key[item] == key:
                 return
         else:
             self._live += 1
-        self._hseq += 1
-        seq = self._hseq
+        self._hseq = seq = self._hseq + 1
         seqs[item] = seq
         self._key[item] = key
         heap = self._heap
@@ -78,6 +80,12 @@ class GroupQueue:
         if len(heap) > 2 * self._live + 1024:  # mostly stale entries: drop them (in place, O(heap))
             heap[:] = [e for e in heap if seqs[e[2]] == e[1]]
             heapq.heapify(heap)
+
+    def _grow(self, item: int) -> None:
+        """Slots (not queued) up to ``item`` and some ahead (one growth per many new items)."""
+        extra = max(item + 1 - len(self._seq), 64 + (len(self._seq) >> 3))
+        self._seq += [0] * extra
+        self._key += [0.0] * extra
 
     def discard(self, item: int) -> None:
         """Forget ``item`` (its heap entry goes stale)."""
