@@ -120,6 +120,22 @@ def test_link_state_equals_the_extractor(
     assert learning.link_state(doc, url, parent, pr, ar, depth) == learning.extract(ctx)
 
 
+def test_rekey_of_the_top_item_replaces_its_entry_in_place() -> None:
+    """Re-keying the best item (the group just served, then its Q-update) leaves no stale heap entry, and the
+    order is that of a fresh entry: up stays first, down goes behind the others."""
+    queue = GroupQueue()
+    queue.push(0, 1.0)
+    queue.push(1, 0.5)
+    queue.push(2, 0.5)
+    queue.push(0, 2.0)  # up: the top entry replaced without a sift
+    assert len(queue._heap) == 3 and queue.ordered() == [0, 1, 2]
+    queue.push(0, 0.5)  # down: replaced and sifted, behind the equal keys queued before it
+    assert len(queue._heap) == 3 and queue.ordered() == [1, 2, 0]
+    assert queue.top() == 1 and queue.peek_key() == 0.5
+    queue.push(2, 0.7)  # not the top: a new entry (the old one goes stale)
+    assert len(queue._heap) == 4 and queue.ordered() == [2, 1, 0]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from("pdtx"), st.integers(0, 7), st.sampled_from([0.0, 0.5, 1.0, 2.0]))))
 def test_group_queue_against_a_model(ops: list[tuple[str, int, float]]) -> None:

@@ -73,6 +73,7 @@ logger = logging.getLogger(__name__)
 
 POLICIES = ("whittle", "bfs", "random", "greedy-parent", "greedy-anchor", "greedy-oracle")
 _REFETCH_KINDS = frozenset((MODIFIED, UNCHANGED))  # what a re-crawl finds (read as "new" on a first fetch)
+REWARD_MEMORY = 64  # first fetches the fringe value's floor remembers (issue 16; chosen on synthetic webs)
 
 Oracle = Callable[[str], float]
 HostReady = Callable[[int], bool]
@@ -108,8 +109,7 @@ class _Controller:
     def _pop_fringe(self, host_ready: HostReady | None) -> int | None:
         raise NotImplementedError
 
-    # first fetches the fringe value's floor remembers (issue 16; chosen on synthetic webs)
-    REWARD_MEMORY = 64
+    REWARD_MEMORY = REWARD_MEMORY
 
     def _fringe_value(self) -> float:
         """The value of the best fringe fetch, in the unit of the re-crawl index (relevance gained per fetch).
@@ -218,9 +218,9 @@ class _Controller:
         g = reward(kind, docs.rel[doc], r_new)  # Eq. 11 with r_k = the last relevance score
         if was_fringe and kind == NEW:
             self._reward_sum += g
-            self._reward_n += 1
+            n = self._reward_n = self._reward_n + 1
             # the running mean of about the last REWARD_MEMORY first-retrieval rewards (_fringe_value's floor)
-            self._reward_recent += (g - self._reward_recent) / min(self._reward_n, self.REWARD_MEMORY)
+            self._reward_recent += (g - self._reward_recent) / (n if n < REWARD_MEMORY else REWARD_MEMORY)
         added: list[int] = []
         added_urls: list[str] = []
         if kind != DELETED:
@@ -577,6 +577,8 @@ class WhittleController(_Controller):
     def __init__(self, *, q: QTable | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.learning = WhittleLearning(self.config, self.docs, q)
+        self._discovered = self.learning.discovered  # bound once: called per discovered link
+        self._learn_step = self.learning.learn  # and once per fetch
         self._states = self.learning.states
         self._tie = self.docs.column("d")  # per document: parent relevance + anchor relevance at discovery
         self.groups = StateGroups(self.docs, self._states, self._tie)
@@ -630,7 +632,7 @@ class WhittleController(_Controller):
     def _enqueue(
         self, doc: int, url: str, parent_url: str | None, parent_rel: float, anchor_rel: float, depth: int
     ) -> None:
-        state = self.learning.discovered(doc, url, parent_url, parent_rel, anchor_rel, depth)
+        state = self._discovered(doc, url, parent_url, parent_rel, anchor_rel, depth)
         self._tie[doc] = parent_rel + anchor_rel
         self._add_to_group(doc, state)
 
@@ -702,7 +704,7 @@ class WhittleController(_Controller):
     def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
         q_next = self.learning.q.value(RETRIEVED_STATE) if self.recrawl_index is not None else 0.0
         groups = self.groups
-        for state, v in self.learning.learn(doc, was_fringe, g, children, q_next):
+        for state, v in self._learn_step(doc, was_fringe, g, children, q_next):
             gid = groups.ids.get(state)
             if gid is not None and groups.live[gid] > 0:
                 self.queue.push(gid, v)  # Eq. 9: re-key the state's group

@@ -22,6 +22,18 @@ from oasis.robot.scheduling.documents import FRINGE, DocumentTable
 HostReady = Callable[[int], bool]
 
 
+def replace_top(heap: list[Any], entry: Any) -> None:
+    """``heapq.heapreplace(heap, entry)`` without the sift when ``entry`` still belongs on top (a group served
+    or re-keyed is re-queued with the same or a close index: the common case). The top of a binary heap only
+    has to be below its two children; heapreplace always walks down to a leaf and back up, a cache miss per
+    level once the queue holds 10^5 groups (the parent state at 10^6 queued URLs)."""
+    n = len(heap)
+    if (n < 2 or entry < heap[1]) and (n < 3 or entry < heap[2]):
+        heap[0] = entry
+    else:
+        heapq.heapreplace(heap, entry)
+
+
 class GroupQueue:
     """Indexed lazy max-priority queue of small-int items (groups)."""
 
@@ -29,8 +41,10 @@ class GroupQueue:
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, int]] = []
-        self._seq = array("q")  # item -> seq of its valid entry (0: not queued)
-        self._key = array("d")  # item -> priority of its valid entry
+        # lists, not typed arrays: a read returns the stored int / float instead of boxing a new one (a few
+        # reads per decision; one slot per state group, so the size does not matter)
+        self._seq: list[int] = []  # item -> seq of its valid entry (0: not queued)
+        self._key: list[float] = []  # item -> priority of its valid entry
         self._hseq = 0
         self._live = 0  # queued items
 
@@ -43,23 +57,35 @@ class GroupQueue:
     def push(self, item: int, key: float) -> None:
         """Queue ``item`` with priority ``key`` (or re-key it; an unchanged key keeps its place)."""
         seqs = self._seq
-        while item >= len(seqs):
-            seqs.append(0)
-            self._key.append(0.0)
-        if seqs[item]:
+        try:
+            old = seqs[item]
+        except IndexError:  # a new item (items are small ints, given out in order): its slots
+            self._grow(item)
+            old = 0
+        if old:
             if self._key[item] == key:
                 return
         else:
             self._live += 1
-        self._hseq += 1
-        seq = self._hseq
+        self._hseq = seq = self._hseq + 1
         seqs[item] = seq
         self._key[item] = key
         heap = self._heap
+        if old and heap[0][1] == old:
+            # the item's valid entry is the top (the group just served, re-keyed by its Q-update): replace it
+            # in place instead of leaving a stale entry to pop later
+            replace_top(heap, (-key, seq, item))
+            return
         heapq.heappush(heap, (-key, seq, item))
         if len(heap) > 2 * self._live + 1024:  # mostly stale entries: drop them (in place, O(heap))
             heap[:] = [e for e in heap if seqs[e[2]] == e[1]]
             heapq.heapify(heap)
+
+    def _grow(self, item: int) -> None:
+        """Slots (not queued) up to ``item`` and some ahead (one growth per many new items)."""
+        extra = max(item + 1 - len(self._seq), 64 + (len(self._seq) >> 3))
+        self._seq += [0] * extra
+        self._key += [0.0] * extra
 
     def discard(self, item: int) -> None:
         """Forget ``item`` (its heap entry goes stale)."""
@@ -93,7 +119,7 @@ class GroupQueue:
         self._hseq += 1
         self._seq[item] = self._hseq
         self._key[item] = key
-        heapq.heapreplace(heap, (-key, self._hseq, item))
+        replace_top(heap, (-key, self._hseq, item))
 
     def drop_top(self) -> None:
         """Remove the heap's top entry (the one :meth:`top` returned); its item is no longer queued."""
@@ -259,7 +285,12 @@ def pop_document(
             queue._hseq = hseq = queue._hseq + 1
             seqs[gid] = hseq
             queue._key[gid] = key
-            heapq.heapreplace(heap, (-key, hseq, gid))
+            entry = (-key, hseq, gid)  # replace_top(heap, entry):
+            n = len(heap)
+            if (n < 2 or entry < heap[1]) and (n < 3 or entry < heap[2]):
+                heap[0] = entry
+            else:
+                heapq.heapreplace(heap, entry)
         found = picked
         break
     for gid in aside:
