@@ -439,7 +439,10 @@ def run_until_signal(running: RunningServer, on_stop: Callable[[], None] | None 
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-    done.wait()
+    # wake up now and then: a signal delivered to another thread (gRPC's, the metrics server's) does not
+    # interrupt the main thread's blocking wait, and Python runs the handler only in the main thread
+    while not done.wait(0.25):
+        pass
     running.stop()
     if on_stop is not None:
         on_stop()

@@ -91,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_address_file(args.address_file, info)
         logger.info("serving %s: %s", corpus.name, json.dumps(info["hosts"]))
         try:
-            done.wait()
+            while not done.wait(0.25):  # wakes up so the main thread runs a signal another thread received
+                pass
         finally:
             if living is not None and truth is not None:
                 living.stop()
