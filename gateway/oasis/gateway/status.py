@@ -259,8 +259,19 @@ def _tail_lines(path: Path) -> list[str]:
     return lines[1:] if size > MAX_QUALITY_BYTES else lines  # the first line may be cut
 
 
+def _quality_point(record: dict[str, Any], t: float) -> QualityPoint | None:
+    """The point of one topic's values at time ``t``; None without any value."""
+    values = {k: _number(record, k) for k in ("recall", "freshness", "M")}
+    if all(v is None for v in values.values()):
+        return None
+    if values["M"] is None and values["recall"] is not None and values["freshness"] is not None:
+        values["M"] = min(values["recall"], values["freshness"])  # M = min(R, F), papers/004 Eq. 3
+    return QualityPoint(t=t, **values)
+
+
 def parse_quality_lines(lines: Iterable[str], default_topic: str) -> dict[str, list[QualityPoint]]:
-    """Points per topic from JSON lines; lines that are not a record with a time and a value are skipped."""
+    """Points per topic from JSON lines, either one topic per record or the cluster evaluator's rows (every
+    topic at one time under ``topics``); lines that are not a record with a time and a value are skipped."""
     out: dict[str, list[QualityPoint]] = {}
     for line in lines:
         line = line.strip()
@@ -272,23 +283,18 @@ def parse_quality_lines(lines: Iterable[str], default_topic: str) -> dict[str, l
             continue
         if not isinstance(record, dict):
             continue
-        if isinstance(record.get("topics"), dict):  # the cluster evaluator's row: every topic at one time
-            t = _number(record, "t")  # "t", "time" or "elapsed"
-            for topic, values in record["topics"].items():
-                if t is not None and isinstance(values, dict):
-                    flat = {"t": t, "topic": topic}
-                    flat.update({k: values.get(k) for k in ("recall", "freshness", "M")})
-                    for name, points in parse_quality_lines([json.dumps(flat)], default_topic).items():
-                        out.setdefault(name, []).extend(points)
+        t = _number(record, "t")  # "t", "time" or "elapsed"
+        if t is None:
             continue
-        t = _number(record, "t")
-        values = {k: _number(record, k) for k in ("recall", "freshness", "M")}
-        if t is None or all(v is None for v in values.values()):
-            continue
-        if values["M"] is None and values["recall"] is not None and values["freshness"] is not None:
-            values["M"] = min(values["recall"], values["freshness"])  # M = min(R, F), papers/004 Eq. 3
-        topic = str(record.get("topic") or default_topic)
-        out.setdefault(topic, []).append(QualityPoint(t=t, **values))
+        topics = record.get("topics")
+        if isinstance(topics, dict):
+            per_topic = [(str(k), v) for k, v in topics.items() if isinstance(v, dict)]
+        else:
+            per_topic = [(str(record.get("topic") or default_topic), record)]
+        for topic, values in per_topic:
+            point = _quality_point(values, t)
+            if point is not None:
+                out.setdefault(topic, []).append(point)
     return out
 
 
