@@ -29,25 +29,27 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _locked(directory: Path) -> Any:
+    """The index directory's owner lock, or the exit code after saying why not (2: not a directory, 1: an
+    engine holds it)."""
     from oasis.engine.index import IndexBusy, _OwnerLock
 
+    if not directory.is_dir():
+        print(f"error: {directory} is not a directory", file=sys.stderr)
+        return 2
     try:
         return _OwnerLock(directory)
     except IndexBusy as exc:
         print(f"error: {exc}: stop the engine first", file=sys.stderr)
-        return None
+        return 1
 
 
 def run_check(args: argparse.Namespace) -> int:
     from oasis.engine.integrity import verify
 
     directory: Path = args.index_dir
-    if not directory.is_dir():
-        print(f"error: {directory} is not a directory", file=sys.stderr)
-        return 2
     lock = _locked(directory)
-    if lock is None:
-        return 1
+    if isinstance(lock, int):
+        return lock
     try:
         report = verify(directory, deep=args.deep)
     finally:
@@ -66,12 +68,9 @@ def run_repair(args: argparse.Namespace) -> int:
     from oasis.engine.integrity import repair, verify
 
     directory: Path = args.index_dir
-    if not directory.is_dir():
-        print(f"error: {directory} is not a directory", file=sys.stderr)
-        return 2
     lock = _locked(directory)
-    if lock is None:
-        return 1
+    if isinstance(lock, int):
+        return lock
     try:
         salvage = repair(directory, make_schema())
         after = verify(directory)
