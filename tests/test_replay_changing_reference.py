@@ -8,26 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from replay_graphs import graph
 
 from oasis.replay.experiment import Experiment, ExperimentConfig, Prepared, resolve_seed
 from oasis.replay.simulator import CREATE, DELETE, MODIFY, ChangeModel, Replay
 from oasis.robot.scheduling.recrawl import AdaptiveFetchSchedule, ScheduleRecrawl, UniformSchedule
 from oasis.web.model import Corpus, WebGraph
-
-
-def graph(edges: dict[int, list[int]], n: int, rel: list[float]) -> WebGraph:
-    indptr = [0]
-    indices: list[int] = []
-    for i in range(n):
-        indices += edges.get(i, [])
-        indptr.append(len(indices))
-    return WebGraph(
-        [f"http://t/{i}" for i in range(n)],
-        np.array(indptr, dtype=np.int64),
-        np.array(indices, dtype=np.int32),
-        np.array(rel, dtype=np.float64),
-        np.array([0], dtype=np.int64),
-    )
 
 
 def test_bound_never_counts_a_page_before_it_exists() -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from replay_graphs import graph
 
 from oasis.replay.metrics import (
     freshness,
@@ -23,22 +24,6 @@ from oasis.replay.metrics import (
 from oasis.replay.simulator import CREATE, DELETE, MODIFY, Replay
 from oasis.robot.scheduling import make_controller
 from oasis.web.model import WebGraph
-
-
-def graph(edges: dict[int, list[int]], n: int, rel: list[float]) -> WebGraph:
-    indptr = [0]
-    indices: list[int] = []
-    for i in range(n):
-        indices += edges.get(i, [])
-        indptr.append(len(indices))
-    return WebGraph(
-        [f"http://t/{i}" for i in range(n)],
-        np.array(indptr, dtype=np.int64),
-        np.array(indices, dtype=np.int32),
-        np.array(rel, dtype=np.float64),
-        np.array([0], dtype=np.int64),
-    )
-
 
 # s=0 -> a=1, b=2; a -> c=3; r = 0, 1, 2, 3 (sum 6); node 4 unreachable (r 100, never counts)
 TINY = graph({0: [1, 2], 1: [3]}, 5, [0.0, 1.0, 2.0, 3.0, 100.0])
