@@ -429,20 +429,31 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     add_log_arguments(parser)
 
 
-def run_until_signal(running: RunningServer, on_stop: Callable[[], None] | None = None) -> None:
-    """Block until SIGTERM or SIGINT, then go NOT_SERVING, drain in-flight calls and run ``on_stop``."""
+def stop_signal(what: str = "stopping") -> threading.Event:
+    """An event that SIGTERM or SIGINT sets (logged as ``signal N: WHAT``); wait for it with
+    :func:`wait_until_set`."""
     done = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        logger.info("signal %d: draining", signum)
+        logger.info("signal %d: %s", signum, what)
         done.set()
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-    # wake up now and then: a signal delivered to another thread (gRPC's, the metrics server's) does not
-    # interrupt the main thread's blocking wait, and Python runs the handler only in the main thread
+    return done
+
+
+def wait_until_set(done: threading.Event) -> None:
+    """Block until ``done`` is set, waking up now and then: a signal delivered to another thread (gRPC's, the
+    metrics server's) does not interrupt the main thread's blocking wait, and Python runs signal handlers
+    only in the main thread."""
     while not done.wait(0.25):
         pass
+
+
+def run_until_signal(running: RunningServer, on_stop: Callable[[], None] | None = None) -> None:
+    """Block until SIGTERM or SIGINT, then go NOT_SERVING, drain in-flight calls and run ``on_stop``."""
+    wait_until_set(stop_signal("draining"))
     running.stop()
     if on_stop is not None:
         on_stop()

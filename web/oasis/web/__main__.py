@@ -12,13 +12,10 @@ import argparse
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from types import FrameType
 
 from oasis.runtime.files import write_json_atomic
 from oasis.runtime.logs import add_log_arguments
@@ -57,7 +54,7 @@ def write_address_file(path: Path, info: dict[str, object]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from oasis.runtime.service import configure_logging
+    from oasis.runtime.service import configure_logging, stop_signal, wait_until_set
 
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format, service="web")
@@ -69,14 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CorpusError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    done = threading.Event()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        logger.info("signal %d: stopping the replayed web", signum)
-        done.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
+    done = stop_signal("stopping the replayed web")
     living = LivingWeb(corpus, rates, seed=args.change_seed) if args.living or rates.total > 0 else None
     with ReplayedWeb(corpus, robots=robots, behaviour=behaviour, living=living) as web:
         info = web.address_info()
@@ -91,8 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_address_file(args.address_file, info)
         logger.info("serving %s: %s", corpus.name, json.dumps(info["hosts"]))
         try:
-            while not done.wait(0.25):  # wakes up so the main thread runs a signal another thread received
-                pass
+            wait_until_set(done)
         finally:
             if living is not None and truth is not None:
                 living.stop()
