@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gateway_testcluster import DB_SUBJECTS, GatewayCluster
@@ -59,6 +60,18 @@ def save(driver: object, tmp_path: Path, name: str) -> Path:
     return out
 
 
+def navigate(driver: Any, action: Callable[[], object]) -> None:
+    """Run ``action`` (a click or an ENTER that loads another page) and wait until the page it left is gone:
+    an element found right after it may still belong to the old page and go stale under the test."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    action()
+    WebDriverWait(driver, 10).until(expected_conditions.staleness_of(old))
+
+
 def test_search_in_a_browser(browser: object, gateway_cluster: GatewayCluster, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -70,7 +83,7 @@ def test_search_in_a_browser(browser: object, gateway_cluster: GatewayCluster, t
     assert driver.title == "Oasis"
     box = driver.find_element(By.NAME, "q")
     box.send_keys("table index")
-    box.send_keys(Keys.ENTER)  # submits the form: no JavaScript on the page
+    navigate(driver, lambda: box.send_keys(Keys.ENTER))  # submits the form: no JavaScript on the page
 
     assert driver.current_url.startswith(gateway_cluster.gateway + "/search?q=table+index")
     results = driver.find_elements(By.CSS_SELECTOR, "#results li.result")
@@ -86,15 +99,15 @@ def test_search_in_a_browser(browser: object, gateway_cluster: GatewayCluster, t
     assert driver.execute_script("return typeof window.alert_ran") == "undefined"
     save(driver, tmp_path, "gateway-search.png")
 
-    driver.find_element(By.ID, "next").click()
+    navigate(driver, driver.find_element(By.ID, "next").click)
     assert "pageno=2" in driver.current_url
     second = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#results li.result p.url")]
     assert len(second) == 10 and not set(second) & set(first_page)
-    driver.find_element(By.ID, "next").click()
+    navigate(driver, driver.find_element(By.ID, "next").click)
     third = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#results li.result p.url")]
     assert len(first_page) + len(second) + len(third) == len(DB_SUBJECTS) + 1
     assert not driver.find_elements(By.ID, "next")  # the last page
-    driver.find_element(By.ID, "previous").click()
+    navigate(driver, driver.find_element(By.ID, "previous").click)
     assert "pageno=2" in driver.current_url
 
     # a query with markup in it comes back as typed, in the box and in the summary
@@ -102,7 +115,7 @@ def test_search_in_a_browser(browser: object, gateway_cluster: GatewayCluster, t
     box.clear()
     typed = "<script>window.alert_ran=1</script> tricks"
     box.send_keys(typed)
-    box.send_keys(Keys.ENTER)
+    navigate(driver, lambda: box.send_keys(Keys.ENTER))
     assert driver.find_element(By.NAME, "q").get_attribute("value") == typed
     assert "<script>window.alert_ran=1</script>" in driver.find_element(By.ID, "summary").text
     assert driver.execute_script("return typeof window.alert_ran") == "undefined"
@@ -114,7 +127,7 @@ def test_status_page_in_a_browser(browser: object, gateway_cluster: GatewayClust
 
     assert isinstance(browser, WebDriver)
     browser.get(gateway_cluster.gateway + "/")
-    browser.find_element(By.LINK_TEXT, "status").click()
+    navigate(browser, browser.find_element(By.LINK_TEXT, "status").click)
     rows = browser.find_elements(By.CSS_SELECTOR, "#services tbody tr")
     health = {r.get_attribute("data-service"): r.find_element(By.CSS_SELECTOR, "td.health").text
               for r in rows}  # fmt: skip
