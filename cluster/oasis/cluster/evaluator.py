@@ -109,6 +109,9 @@ class LiveEvaluator:
         if truth_api is None:
             raise NoCluster("the cluster's web has no ground truth (not a living web)")
         try:
+            # the sample's time is when the ground truth was read: a change made while the rest of the
+            # evaluation runs belongs to the next sample, not to this one's time stamp
+            now = self._clock()
             truth = truth_api.truth()
             pages = {u: (int(v), float(m)) for u, (v, m) in truth["pages"].items()}
             missing = [u for u, (v, _) in pages.items() if (u, v) not in self._texts]
@@ -116,7 +119,6 @@ class LiveEvaluator:
                 self._texts[(url, int(t["version"]))] = (str(t["title"]), str(t["text"]))
         finally:
             truth_api.close()
-        now = self._clock()
         counts = truth.get("counts", {})
         row: dict[str, Any] = {
             "time": now,
