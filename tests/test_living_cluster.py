@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pytest
 
 from oasis.cluster.config import ClusterConfig, load_config
-from oasis.cluster.evaluator import TruthClient, truth_client
+from oasis.cluster.evaluator import LiveEvaluator, TruthClient, truth_client
 from oasis.cluster.launcher import Cluster, bring_up
 from oasis.cluster.quality import QUALITY_FILE, read_series
 from oasis.runtime.clients import BrokerClient, EngineClient, RobotClient
@@ -157,15 +157,11 @@ def test_freshness_recovers_after_a_burst(cluster: Cluster) -> None:
         modified = api.post("/burst", {"fraction": 1.0})["modified"]
     finally:
         api.close()
-    burst_at = time.time()
     assert modified
     held = {t for t, q in series(cluster)[-1]["topics"].items() if q["documents"] > 0}
-
-    def dropped() -> list[dict[str, Any]] | None:
-        after = [r for r in series(cluster) if r["time"] > burst_at + 0.05]
-        return after or None
-
-    first = wait_for("a sample after the burst", dropped, timeout=20)[0]
+    # a sample taken at once (the evaluator's own code, in this process): the cluster's evaluator samples
+    # only every second, and robots re-crawling 8 pages/s can make a small topic fresh again before that
+    first = LiveEvaluator(cluster.state_dir, min_relevance=living_config().robot.min_relevance).evaluate()
     low = {t: first["topics"][t]["freshness"] for t in held}
     dropped_topics = {t for t, f in low.items() if f < 0.6}  # every held page is stale right after the burst
     assert dropped_topics, low
