@@ -151,14 +151,23 @@ def test_report_writes_live_plots(cluster: Cluster, tmp_path: Path) -> None:
     assert all(f"{t} " in out.stdout for t in ("networking", "text", "concurrency"))
 
 
+def held_topics(cluster: Cluster) -> set[str] | None:
+    """The topics whose engine holds pages in the evaluator's last sample (None before there is one)."""
+    rows = series(cluster)
+    held = {t for t, q in rows[-1]["topics"].items() if q["documents"] > 0} if rows else set()
+    return held or None
+
+
 def test_freshness_recovers_after_a_burst(cluster: Cluster) -> None:
+    # on its own (`-k burst`) the cluster has just started: wait for robots to fill the engines first
+    wait_for("a sample with pages held", lambda: held_topics(cluster), timeout=120)
     api = truth(cluster)
     try:
         modified = api.post("/burst", {"fraction": 1.0})["modified"]
     finally:
         api.close()
     assert modified
-    held = {t for t, q in series(cluster)[-1]["topics"].items() if q["documents"] > 0}
+    held = held_topics(cluster) or set()
     # a sample taken at once (the evaluator's own code, in this process): the cluster's evaluator samples
     # only every second, and robots re-crawling 8 pages/s can make a small topic fresh again before that
     first = LiveEvaluator(cluster.state_dir, min_relevance=living_config().robot.min_relevance).evaluate()
