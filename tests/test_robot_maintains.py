@@ -122,7 +122,8 @@ def test_rates_roundtrip_restores_every_history_and_the_pooled_prior() -> None:
     assert fresh.pool.rate() == pytest.approx(hook.pool.rate())
     for i in range(5):
         arm = RecrawlArm(f"u{i}", 0.5, hook._docs[f"u{i}"].last_fetch, 0.0, 8, hook._docs[f"u{i}"].changes)
-        assert fresh.rate(arm) == pytest.approx(hook.rate(arm))
+        # (a page's MLE is re-used while the pooled prior moves by less than 1%: the hook's may be that old)
+        assert fresh.rate(arm) == pytest.approx(hook.rate(arm), rel=0.01)
     with pytest.raises(ValueError, match="version"):
         load_rates(WhittleRecrawl(), {"version": 99})
 

@@ -18,7 +18,12 @@ from hypothesis import strategies as st
 
 from oasis.robot.scheduling import Discovered, FetchOutcome, make_controller
 from oasis.robot.scheduling.interface import RecrawlArm
-from oasis.robot.scheduling.recrawl import ChangeRateEstimator, PooledChangeRate, WhittleRecrawl
+from oasis.robot.scheduling.recrawl import (
+    PRIOR_CHANGES,
+    ChangeRateEstimator,
+    PooledChangeRate,
+    WhittleRecrawl,
+)
 
 Graph = dict[str, tuple[float, list[str]]]
 
@@ -84,9 +89,13 @@ def test_no_change_observed_the_recrawl_index_falls_below_any_positive_fringe_va
 ) -> None:
     """Property (issue 16): n pages fetched first at t = 0..n-1; then every ``interval`` steps up to the
     horizon, the best re-crawl arm is re-fetched (finding no change) whenever its index beats a fringe page
-    of value ``fringe_value`` > 0. The decisions at which some page's index is above the fringe value -- each
-    one a fetch -- are bounded, logarithmically in the horizon and in r / fringe_value: every unchanged
-    re-crawl adds its interval to the pooled exposure, so the pooled rate falls geometrically."""
+    of value ``fringe_value`` = f > 0. The decisions at which some page's index is above f -- each one a
+    fetch -- are bounded, logarithmically in the horizon: the hook's value is
+    lam_pool W <= r (lam_pool a)^2 / 2 (every page's rate is at most lam_pool), so beating f needs
+    lam_pool a > s = sqrt(2 f / r_max); with the scale-free prior lam_pool = c / (E + elapsed) and
+    a <= elapsed, the re-fetched page's age a > (s / c) (E + elapsed) is added to the unchanged exposure E,
+    so E grows by a factor (1 + s / c) per such fetch, from at least s / c after the first, and never
+    exceeds n x horizon."""
     hook = WhittleRecrawl()
     n = len(rels)
     fetches = [1] * n
@@ -104,7 +113,9 @@ def test_no_change_observed_the_recrawl_index_falls_below_any_positive_fringe_va
             above += 1
             fetches[best] += 1
             last[best] = now
-    bound = 2 * math.log2(horizon) + math.log2(1.0 + max(rels) / fringe_value) + 2
+    c = PRIOR_CHANGES
+    s = math.sqrt(2.0 * fringe_value / max(rels))
+    bound = 1 + math.log(n * horizon * c / s) / math.log1p(s / c)
     assert above <= bound
     assert hook.pool is not None and hook.pool.changes == 0
     # the rate every page is estimated at is at most the pooled rate, which fell with the unchanged exposure

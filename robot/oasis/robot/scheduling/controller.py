@@ -177,7 +177,7 @@ class _Controller:
         if self.recrawl_index is None or not len(self._recrawl):
             return self._pop_fringe(ready)
         best = self._recrawl.peek()
-        if best is not None and best[1] > self._fringe_value():
+        if best is not None and best[1] > self._fringe_value() * self._new_page_weight():
             doc = self._recrawl.pop(ready)
             if doc is not None:
                 return doc
@@ -185,6 +185,18 @@ class _Controller:
         if doc is None:
             return self._recrawl.pop(ready)
         return doc
+
+    def _new_page_weight(self) -> float:
+        """A new page's worth over a refresh's in M = min(R, F): 1 while recall binds, 1 - F once deletions
+        make freshness bind (the re-crawl hook's ``new_page_weight``, if it has one; docs/replay.md)."""
+        weight = getattr(self.recrawl_index, "new_page_weight", None)
+        return 1.0 if weight is None else float(weight(self.fringe_relevance()))
+
+    def _recrawl_gone(self, doc: int, kind: str, now: float) -> None:
+        """A retrieved page's re-crawl found it deleted (or failed): tell the hook (its collection sums)."""
+        gone = getattr(self.recrawl_index, "gone", None)
+        if gone is not None:
+            gone(self.docs.urls[doc], now - self.docs.last_fetch[doc], kind == DELETED)
 
     def report(self, outcome: FetchOutcome, now: float) -> list[str]:
         parent_url, r_new = outcome.url, outcome.relevance
@@ -212,6 +224,8 @@ class _Controller:
         if unfetched:
             # located -> fetched (or gone): its estimate leaves the table's unfetched sum
             docs.unfetched_rel -= docs.parent_rel[doc]
+        elif kind in (DELETED, ERROR) and self.recrawl_index is not None:
+            self._recrawl_gone(doc, kind, now)
         if kind == ERROR:
             status[doc] = GONE
             return []
@@ -610,15 +624,13 @@ class WhittleController(_Controller):
         return self.learning.index(state) if state is not None else 0.0
 
     def _fringe_value(self) -> float:
-        """The best fringe arm's value in the re-crawl index's unit, relevance gained per fetch (one queue in
-        one unit, docs/replay.md "One queue in one unit"): v(x) = Q(x,1) - Q(x,0) = (1 - gamma) Q(x,1) for a
-        fringe state (its passive control keeps it and earns 0), so v(x) / (1 - gamma) = Q(x,1), the expected
-        relevance of the fetch plus gamma times what the children it discovers are worth (Eqs. 9-11). With the
-        parent prior an unseen state reads its parent's relevance, as greedy-parent's key. Floored by the
-        running mean of recent first-retrieval rewards (issue 16)."""
-        top = self.queue.peek_key()
-        value = top / (1.0 - self.config.gamma) if top is not None else 0.0
-        return max(value, super()._fringe_value())
+        """The fringe's value in the re-crawl index's unit, relevance gained per fetch (one queue in one unit,
+        docs/replay.md "One queue in one unit"): the relevance fringe fetches have been finding lately (the
+        running mean of recent first-retrieval rewards, Eq. 11's g = r of the new page). Not Q(x,1) = v(x) /
+        (1 - gamma): that adds gamma times the value of the children the fetch discovers (Eq. 10), which
+        other fetches collect, each at its own cost; compared with a re-crawl's relevance per fetch it held
+        re-crawls back (9-12% of raw P on the synthetic changing training webs, issue 10)."""
+        return super()._fringe_value()
 
     def _add_to_group(self, doc: int, state: str) -> None:
         groups = self.groups

@@ -25,7 +25,7 @@ per fetch is likewise relevance per fetch, so both can sit in one priority queue
 is what one fetch adds to the collection's quality (papers/004 Eqs. 1-2): with no deletions S_C <= S_V, so
 R = S_CV / S_V <= F = S_CV / S_C and recall binds in M = min(R, F); a new page of relevance r and a
 refreshed stale page of relevance r each add r / S_V to M (when deletions make F bind, a new page adds only
-r (1 - F) / S_C against r / S_C for a refresh; that weighting is not applied).
+r (1 - F) / S_C against r / S_C for a refresh: :func:`new_page_weight`, applied by the controller).
 
 (Not to be confused with :func:`oasis.robot.scheduling.equations.whittle_index`, the learned index
 v(x) = Q(x,1) - Q(x,0) of papers/004 Eq. 9 for fringe documents.)
@@ -259,8 +259,10 @@ class ChangeRateEstimator:
         return max(self.min_rate, lam)
 
 
-# pseudo-changes of the pooled prior (issue 16; chosen on synthetic webs, see docs/replay.md)
-PRIOR_CHANGES = 0.1
+# pseudo-changes of the pooled prior: Jeffreys' prior for a Poisson rate (shape 1/2, Cho & Garcia-Molina's
+# half-change correction), with the crawl's elapsed time as its exposure (scale-free; issue 16, chosen on the
+# training split from {0.1, 0.5, 1}, see docs/replay.md)
+PRIOR_CHANGES = 0.5
 
 
 class PooledChangeRate:
@@ -433,6 +435,28 @@ class DocHistory:
     last_fetch: float
     estimator: ChangeRateEstimator
     interval: float = 0.0
+    # this document's last terms in :class:`WhittleRecrawl`'s collection sums (relevance; relevance x
+    # P(fresh); relevance x P(deleted))
+    mass: float = 0.0
+    fresh: float = 0.0
+    deleted: float = 0.0
+
+
+def new_page_weight(collection: float, fresh: float, web: float) -> float:
+    """What a new page of relevance r adds to M = min(R, F), over what a refresh of a stale copy of
+    relevance r adds (papers/004 Eqs. 1-2; docs/replay.md "One queue in one unit").
+
+    ``collection`` = S_C (relevance of every copy held), ``fresh`` = S_CV (of the copies still current),
+    ``web`` = S_V (of the pages on the web). A new page adds r to S_CV and S_C, a refresh adds r to S_CV
+    only: while S_C <= S_V recall binds (R <= F) and both add r / S_V to M, so the weight is 1; once
+    deletions make S_C > S_V, F binds and a new page adds dF = r (1 - F) / (S_C + r) against r / S_C for a
+    refresh, so the weight is (1 - F) (first order in r / S_C). An empty collection: 1.
+    """
+    if collection < 0 or fresh < 0 or web < 0:
+        raise ValueError("relevance sums must be >= 0")
+    if collection <= web or collection == 0.0:
+        return 1.0
+    return max(0.0, 1.0 - min(fresh, collection) / collection)
 
 
 class PerDocumentTracker:
@@ -477,17 +501,20 @@ class WhittleRecrawl(PerDocumentTracker):
     :class:`ChangeRateEstimator`. The value is :func:`recrawl_index` at age ``now - last_fetch``.
 
     ``pooled`` (default): the documents' prior is learned from all of them (:class:`PooledChangeRate`, an
-    empirical-Bayes prior); ``prior_rate`` is then only its value before the first re-crawl observation
-    (``PRIOR_CHANGES`` pseudo-changes; None: scale-free, spread over the crawl's elapsed time), so on a web
-    where nothing changes the rates fall with every unchanged re-crawl anywhere. ``pooled=False``: the fixed
-    ``prior_rate`` of each document's own estimator.
+    empirical-Bayes prior); ``PRIOR_CHANGES`` pseudo-changes spread over the crawl's elapsed time (the
+    default ``prior_rate=None``: scale-free, no rate constant; issue 16) or, given a ``prior_rate``, at that
+    rate; on a web where nothing changes the rates fall with every unchanged re-crawl anywhere.
+    ``pooled=False``: the fixed ``prior_rate`` of each document's own estimator.
+
+    The hook also keeps the collection as its estimates see it (:meth:`new_page_weight`): with deletions
+    found by re-crawls, F may bind in M = min(R, F) and a new page is then worth (1 - F) of a refresh.
     """
 
     def __init__(
         self,
         *,
         period: float = 1.0,
-        prior_rate: float | None = 0.1,
+        prior_rate: float | None = None,
         window: int = 256,
         pooled: bool = True,
         index: str = "freshness",
@@ -504,6 +531,13 @@ class WhittleRecrawl(PerDocumentTracker):
         self.prior_rate = prior_rate
         self.window = window
         self.pool: PooledChangeRate | None = PooledChangeRate(prior_rate) if pooled else None
+        # the collection as the estimates see it (each document's terms as of its last evaluation, so one
+        # re-key sweep behind): S_C, expected S_CV, expected relevance of copies whose page was deleted
+        self.collection = 0.0
+        self.fresh = 0.0
+        self.deleted = 0.0
+        self.deletions = 0  # re-crawls that found the page deleted, and the time they covered
+        self.deletion_exposure = 0.0
 
     def _first_seen(self, arm: CrawledDoc) -> DocHistory:
         return DocHistory(
@@ -524,11 +558,46 @@ class WhittleRecrawl(PerDocumentTracker):
     def rate(self, arm: CrawledDoc) -> float:
         return self._history(arm).estimator.rate()
 
+    def deletion_rate(self) -> float:
+        """Pooled rate at which retrieved pages are deleted: deletions found over the re-crawl time observed
+        (the MLE: 0 until a re-crawl has found a deletion, so a web without deletions keeps weight 1)."""
+        exposure = self.deletion_exposure + (self.pool.exposure if self.pool is not None else 0.0)
+        return self.deletions / exposure if exposure > 0 else 0.0
+
+    def gone(self, url: str, interval: float, deleted: bool) -> None:
+        """A re-crawl found the retrieved page ``url`` gone (``deleted``; else a fetch error) ``interval``
+        after its previous fetch: it leaves the collection sums (the controller calls this)."""
+        h = self._docs.pop(url, None)
+        if h is not None:
+            self.collection -= h.mass
+            self.fresh -= h.fresh
+            self.deleted -= h.deleted
+        if deleted and interval > 0:
+            self.deletions += 1
+            self.deletion_exposure += interval
+
+    def new_page_weight(self, fringe_relevance: float) -> float:
+        """:func:`new_page_weight` of the estimated collection: S_C, expected S_CV and S_V = S_C - the
+        expected relevance of deleted copies + ``fringe_relevance`` (the estimated relevance of the located
+        pages not yet fetched; pages not located yet are unknown and left out)."""
+        collection = max(0.0, self.collection)
+        web = max(0.0, collection - self.deleted) + max(0.0, fringe_relevance)
+        return new_page_weight(collection, max(0.0, self.fresh), web)
+
     def __call__(self, arm: CrawledDoc, now: float) -> float:
         if self.pool is not None:
             self.pool.clock(arm.last_fetch, now)
-        rate = self.rate(arm)
+        h = self._history(arm)
+        rate = h.estimator.rate()
         age = max(0.0, now - arm.last_fetch)
+        # this document's terms in the collection sums (P(fresh) = P(no change and no deletion))
+        r, delta = arm.relevance, self.deletion_rate()
+        alive = math.exp(-delta * age)
+        mass, fresh, deleted = r, r * alive * math.exp(-rate * age), r * (1.0 - alive)
+        self.collection += mass - h.mass
+        self.fresh += fresh - h.fresh
+        self.deleted += deleted - h.deleted
+        h.mass, h.fresh, h.deleted = mass, fresh, deleted
         if self.index == "ephemeral":
             return recrawl_index(arm.relevance, rate, age, period=self.period)
         # the freshness index (relevance x fresh time gained) over the fresh time a new page buys, 1 /
