@@ -195,3 +195,16 @@ def test_replay_whittle_starts_from_the_shipped_table(small_web: object) -> None
     experiment = Experiment(small_web, cfg)  # type: ignore[arg-type]
     experiment.run()
     assert experiment.q_tables["whittle"].rows() == shipped_table(SHIPPED.carry).rows()
+
+
+def test_training_split_tool_measures_against_greedy_anchor(tmp_path: Path) -> None:
+    """``python -m oasis.replay.shipped``: an untrained, non-learning residual robot is greedy-anchor (0%);
+    ``train`` writes a table that the residual index reads."""
+    from oasis.replay.shipped import compare, main
+
+    (row,) = compare([replace(EMPTY, learn=False)], 1, None, [0])
+    assert row["t1_vs_greedy_anchor"] == [0.0] and row["last_vs_t1"] == [0.0]
+    out = tmp_path / "q.json"
+    assert main(["train", "--out", str(out), "--traversals", "1", "--runs", "0"]) == 0
+    rows = QTable.load(out).rows()
+    assert rows[FIT[0]][0] > 1000 and any(k.startswith("g:") for k in rows)
