@@ -17,6 +17,7 @@ imports only the standard library; the harness is imported when the command runs
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import logging
@@ -86,6 +87,29 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         choices=("restate", "keep"),
         help="a fringe page linked again by a more relevant page: re-derive its feature state, or keep it",
     )
+    p.add_argument(
+        "--index",
+        default=SHIPPED.index,
+        choices=("state", "residual"),
+        help="fringe index: one v(x) per state, or the residual b_i + c(x) per page (as shipped)",
+    )
+    p.add_argument("--shrink", type=float, default=SHIPPED.shrink, help="residual: pseudo-samples at c = 0")
+    p.add_argument(
+        "--child-weight",
+        type=float,
+        default=SHIPPED.child_weight,
+        help="residual: weight of the children in Eq. 10",
+    )
+    p.add_argument("--w-min", type=float, default=SHIPPED.w_min, help="residual: floor of the slope on b")
+    p.add_argument(
+        "--carry", type=float, default=SHIPPED.carry, help="residual: visits a shipped table counts"
+    )
+    p.add_argument(
+        "--start",
+        default=SHIPPED.start,
+        choices=("empty", "shipped"),
+        help="the table 'whittle' starts from without --load-q: empty, or the shipped one (as shipped)",
+    )
     p.add_argument("--no-learn", action="store_true", help="evaluate loaded Q-tables without updating them")
     p.add_argument("--no-anchors", action="store_true", help="skip anchor-text relevance")
     p.add_argument("--load-q", type=Path, default=None, help="Q-table to start the learning policy from")
@@ -135,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
     from oasis.replay.experiment import Experiment, ExperimentConfig, is_learning, prepare
     from oasis.replay.simulator import ChangeModel
-    from oasis.robot.scheduling import ControllerConfig, QTable
+    from oasis.robot.scheduling import SHIPPED, QTable
     from oasis.web.corpus import load_corpus
 
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
@@ -143,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
     if (args.load_q or args.save_q) and len(learners) != 1:
         return _fail("--load-q/--save-q need exactly one learning policy (whittle or whittle:STATE)")
     try:
-        controller = ControllerConfig(
+        controller = dataclasses.replace(
+            SHIPPED,
             state=args.state,
             alpha=args.alpha,
             gamma=args.gamma,
@@ -151,6 +176,12 @@ def run(args: argparse.Namespace) -> int:
             learn=not args.no_learn,
             prior=args.prior,
             rediscovery=args.rediscovery,
+            index=args.index,
+            shrink=args.shrink,
+            child_weight=args.child_weight,
+            carry=args.carry,
+            w_min=args.w_min,
+            start=args.start,
         )
         changes = ChangeModel(
             modify_rate=args.modify_rate,

@@ -36,6 +36,7 @@ from oasis.robot.scheduling.recrawl import (
     UniformSchedule,
     WhittleRecrawl,
 )
+from oasis.robot.scheduling.residual import start_table
 from oasis.robot.scheduling.state import STATE_NAMES
 from oasis.web.model import Corpus
 
@@ -462,7 +463,7 @@ class Experiment:
         base = replace(cfg.controller, state=self.state_of(policy))
         q = self.q_tables.get(policy)
         if q is None:
-            q = QTable(base.q_init)
+            q = start_table(base)  # the shipped table for the robot as shipped, else an empty one
             self.q_tables[policy] = q
         ratios: list[float] = []
         raw: list[float] = []

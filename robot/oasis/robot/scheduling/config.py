@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from oasis.robot.scheduling.state import STATE_NAMES
 
+RESIDUAL_STATES = ("generalising", "generalising-host")  # the states the residual index applies to
+
 
 @dataclass(frozen=True, kw_only=True)
 class ControllerConfig:
@@ -31,6 +33,22 @@ class ControllerConfig:
     # raises its tie-break key, as parent-relevance best-first raises its key; "keep": state fixed at first
     # discovery (always so for the parent and url states, and with prior "zero")
     rediscovery: str = "restate"
+    # the fringe index (docs/replay.md "The shipped robot"): "state" -- every document of a state shares v(x)
+    # of its Q-table row (Eq. 9); "residual" -- v_i = (1 - gamma)(b_i + c(x)), b_i = parent + anchor relevance
+    # (greedy-anchor's key), c(x) the state's learned correction (scheduling.residual)
+    index: str = "state"
+    shrink: float = 10.0  # residual: pseudo-samples at c = 0 (empirical-Bayes shrinkage of c(x))
+    w_min: float = 0.1  # residual: floor of the pooled calibration's slope on b
+    child_weight: float = 1.0  # residual: weight of the children's values in Eq. 10's sample (1: as written)
+    carry: float = 50.0  # residual: visits a shipped table counts at most per state on a new web
+    # the table a robot starts from when none is given: "empty" or "shipped" (the package's trained table)
+    start: str = "empty"
+
+    @property
+    def residual(self) -> bool:
+        """The residual index applies: ``index == "residual"`` and a generalising state (the memorising
+        states -- parent, url, hybrid -- keep one v(x) per state)."""
+        return self.index == "residual" and self.state in RESIDUAL_STATES
 
     def __post_init__(self) -> None:
         if self.state not in STATE_NAMES:
@@ -45,12 +63,31 @@ class ControllerConfig:
             raise ValueError(f"prior must be 'zero', 'parent' or 'anchor', got {self.prior!r}")
         if self.rediscovery not in ("keep", "restate"):
             raise ValueError(f"rediscovery must be 'keep' or 'restate', got {self.rediscovery!r}")
+        if self.index not in ("state", "residual"):
+            raise ValueError(f"index must be 'state' or 'residual', got {self.index!r}")
+        if self.shrink < 0.0 or self.child_weight < 0.0 or self.carry < 0.0 or self.w_min <= 0.0:
+            raise ValueError("shrink, child_weight and carry must be >= 0 and w_min > 0")
+        if self.start not in ("empty", "shipped"):
+            raise ValueError(f"start must be 'empty' or 'shipped', got {self.start!r}")
         if self.recrawl_rekey < 1:
             raise ValueError("recrawl_rekey must be >= 1")
 
 
 # The robot as shipped (issue 10 item 4; ``oasis replay --policies whittle`` and the live robot's default):
-# the generalising state, the anchor prior (an unseen state starts as greedy-anchor's key) and the Eq. 10 step
-# size alpha = 0.2, chosen on the training split of docs/replay.md "The shipped robot" (synthetic seeds 1-3,
-# postgresql-doc-15) and never on the evaluation split.
-SHIPPED = ControllerConfig(state="generalising", prior="anchor", alpha=0.2)
+# the generalising state (4 parent-relevance bins, 2 anchor bins, depth), the residual index (greedy-anchor's
+# exact estimate b_i under a pooled linear calibration plus a state's shrunk correction c(x)), no child term,
+# and the Q-table trained on the training split (package data scheduling/shipped_q.json), counted as at most
+# 10 samples per state on a new web. Every value was chosen on the training split of docs/replay.md "The
+# shipped robot" (synthetic seeds 1-3, postgresql-doc-15) and never on the evaluation split.
+SHIPPED = ControllerConfig(
+    state="generalising",
+    prior="anchor",
+    alpha=0.2,
+    relevance_bins=4,
+    anchor_bins=2,
+    index="residual",
+    shrink=3.0,
+    child_weight=0.0,
+    carry=10.0,
+    start="shipped",
+)

@@ -751,6 +751,10 @@ def make_controller(
     cfg = config if config is not None else ControllerConfig()
     common: dict[str, Any] = {"rng": rng, "config": cfg, "recrawl_index": recrawl_index}
     if policy == "whittle":
+        if cfg.residual:  # b_i + c(x) per page (scheduling.residual)
+            from oasis.robot.scheduling.residual import residual_controller_class
+
+            return residual_controller_class()(q=q, **common)
         return WhittleController(q=q, **common)
     if policy == "bfs":
         return BreadthFirstController(**common)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from oasis.robot.scheduling.interface import FETCH_KINDS
 
@@ -79,3 +80,72 @@ def reward(kind: str, r_k: float, r_k1: float, *, active: bool = True) -> float:
     if kind == "deleted":
         return r_k
     return 0.0
+
+
+def residual_index(base: float, correction: float) -> float:
+    """Q_i(1) of a fringe document under the residual index (docs/replay.md "The shipped robot"): the exact
+    immediate estimate ``b_i`` (parent + anchor relevance, greedy-anchor's key) plus the learned correction
+    ``c(x)`` of its state. Its Whittle index (Eq. 9) is ``(1 - gamma) Q_i(1)`` (passive: ``gamma Q_i(1)``)."""
+    return base + correction
+
+
+def running_mean(mean: float, sample: float, n: float) -> float:
+    """Eq. 10 with the step size 1 / n (``n`` counts this sample): ``mean + (sample - mean) / n``."""
+    return mean + (sample - mean) / n
+
+
+class Calibration(NamedTuple):
+    """The pooled linear calibration of the immediate estimate: ``Q ~ a + wp pr + wa ar``."""
+
+    a: float
+    wp: float
+    wa: float
+
+    def estimate(self, pr: float, ar: float) -> float:
+        return self.a + self.wp * pr + self.wa * ar
+
+
+def calibration(
+    n: float,
+    sp: float,
+    sa: float,
+    sy: float,
+    spp: float,
+    saa: float,
+    spa: float,
+    spy: float,
+    say: float,
+    *,
+    w_min: float,
+) -> Calibration:
+    """Least squares of the samples y on the parent relevance p and the anchor relevance a of the fetched
+    documents, from the sums (n, sum p, sum a, sum y, sum p^2, sum a^2, sum p a, sum p y, sum a y); each slope
+    floored at ``w_min`` (> 0: a larger parent or anchor relevance never lowers the estimate). When p and a
+    cannot be told apart (no spread in one, or collinear), one slope for p + a (greedy-anchor's sum); with no
+    spread at all, slope 1 and a = mean(y - p - a)."""
+    if n <= 0.0:
+        return Calibration(0.0, 1.0, 1.0)
+    mp, ma, my = sp / n, sa / n, sy / n
+    vpp, vaa, vpa = spp / n - mp * mp, saa / n - ma * ma, spa / n - mp * ma
+    vpy, vay = spy / n - mp * my, say / n - ma * my
+    det = vpp * vaa - vpa * vpa
+    if vpp > 1e-12 and vaa > 1e-12 and det > 1e-6 * vpp * vaa:
+        wp = max((vaa * vpy - vpa * vay) / det, w_min)
+        wa = max((vpp * vay - vpa * vpy) / det, w_min)
+        return Calibration(my - wp * mp - wa * ma, wp, wa)
+    vbb, vby = vpp + vaa + 2.0 * vpa, vpy + vay  # one slope on b = p + a
+    if vbb <= 1e-12:
+        return Calibration(my - mp - ma, 1.0, 1.0)
+    w = max(vby / vbb, w_min)
+    return Calibration(my - w * (mp + ma), w, w)
+
+
+def state_correction(
+    mean_p: float, mean_a: float, mean_y: float, n: float, fit: Calibration, shrink: float
+) -> float:
+    """c(x): the mean residual of the state's n samples over the pooled calibration, ``mean(y) - a - wp
+    mean(p) - wa mean(a)``, shrunk towards 0 with ``shrink`` pseudo-samples (empirical Bayes):
+    ``n (mean_y - fit(mean_p, mean_a)) / (n + shrink)``."""
+    if n <= 0.0:
+        return 0.0
+    return n * (mean_y - fit.estimate(mean_p, mean_a)) / (n + shrink)

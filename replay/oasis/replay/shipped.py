@@ -1,0 +1,123 @@
+"""How the shipped robot was chosen and trained (issue 10 item 4; docs/replay.md "The shipped robot").
+
+Every choice is made on the training split (:data:`TRAINING`); the evaluation split is run once with
+``oasis replay``. Two commands:
+
+    python -m oasis.replay.shipped compare --traversals 3 [--table FILE] '{"shrink": 3}' ...
+        per configuration (JSON overrides of SHIPPED, with ``start`` "empty" unless --table): on each training
+        run, the first traversal's raw P over greedy-anchor's and the last traversal's over the first (%);
+        --table starts each run from that table capped at the configuration's ``carry``
+    python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
+        learn one table over the training runs in order (carried from run to run) and write it
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import replace
+from typing import Any
+
+from oasis.replay.experiment import Experiment, ExperimentConfig, Prepared, prepare
+from oasis.robot.scheduling.config import SHIPPED, ControllerConfig
+from oasis.robot.scheduling.qtable import QTable
+from oasis.robot.scheduling.residual import cap_visits
+
+logger = logging.getLogger(__name__)
+
+TRAINING = (
+    ("synthetic:pages=3000,hosts=4,seed=1", "databases"),
+    ("synthetic:pages=3000,hosts=4,seed=2", "python"),
+    ("synthetic:pages=3000,hosts=4,seed=3", "databases"),
+    ("debian:postgresql-doc-15", "index btree gin gist hash"),
+    ("debian:postgresql-doc-15", "replication standby wal archiving"),
+)
+
+
+def _prepare(corpus: str, topic: str) -> Prepared:
+    from oasis.web.corpus import load_corpus
+
+    return prepare(load_corpus(corpus), topic, seed_urls=None, anchors=True)
+
+
+def whittle_p(prepared: Prepared, config: ControllerConfig, traversals: int, q: QTable | None) -> list[float]:
+    """Raw P per traversal of ``whittle`` with ``config`` (learning in ``q`` when given)."""
+    cfg = ExperimentConfig(policies=("whittle",), traversals=traversals, controller=config)
+    tables = {"whittle": q} if q is not None else None
+    return [float(p) for p in Experiment(prepared, cfg, q_tables=tables).run()["policies"]["whittle"]["P"]]
+
+
+def greedy_anchor_p(prepared: Prepared) -> float:
+    cfg = ExperimentConfig(policies=("greedy-anchor",), traversals=1)
+    return float(Experiment(prepared, cfg).run()["policies"]["greedy-anchor"]["P"][0])
+
+
+def compare(
+    configs: list[ControllerConfig], traversals: int, table: QTable | None, runs: list[int]
+) -> list[dict[str, Any]]:
+    """Per configuration and training run: first traversal vs greedy-anchor, last vs first (raw P, %)."""
+    prepared = {i: _prepare(*TRAINING[i]) for i in runs}
+    anchor = {i: greedy_anchor_p(p) for i, p in prepared.items()}
+    out: list[dict[str, Any]] = []
+    for config in configs:
+        first, later = [], []
+        for i, p in prepared.items():
+            q = cap_visits(table, config.carry) if table is not None else None
+            ps = whittle_p(p, config, traversals, q)
+            first.append(100.0 * (ps[0] / anchor[i] - 1.0))
+            later.append(100.0 * (ps[-1] / ps[0] - 1.0))
+        out.append({"t1_vs_greedy_anchor": first, "last_vs_t1": later})
+    return out
+
+
+def train(config: ControllerConfig, traversals: int, runs: list[int]) -> QTable:
+    """One table learned over the training runs in order, ``traversals`` each, from an empty table."""
+    q = QTable(config.q_init)
+    for i in runs:
+        ps = whittle_p(_prepare(*TRAINING[i]), config, traversals, q)
+        logger.info("%s %r: P %s, %d rows", *TRAINING[i], [round(p, 1) for p in ps], len(q))
+    return q
+
+
+def _config(text: str) -> ControllerConfig:
+    return replace(SHIPPED, **{"start": "empty", **json.loads(text)})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m oasis.replay.shipped", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("compare")
+    c.add_argument("configs", nargs="*", default=["{}"])
+    c.add_argument("--traversals", type=int, default=3)
+    c.add_argument("--table", default=None)
+    c.add_argument("--runs", default="0,1,2,3,4")
+    t = sub.add_parser("train")
+    t.add_argument("config", nargs="?", default="{}")
+    t.add_argument("--out", required=True)
+    t.add_argument("--traversals", type=int, default=3)
+    t.add_argument("--runs", default="0,1,2,3,4")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    runs = [int(x) for x in args.runs.split(",")]
+    if args.command == "train":
+        train(_config(args.config), args.traversals, runs).save(args.out)
+        return 0
+    table = QTable.load(args.table) if args.table else None
+    configs = [_config(text) for text in args.configs]
+    for text, row in zip(args.configs, compare(configs, args.traversals, table, runs), strict=True):
+        t1, last = row["t1_vs_greedy_anchor"], row["last_vs_t1"]
+        print(
+            text,
+            "| t1 vs greedy-anchor %:",
+            " ".join(f"{x:+.2f}" for x in t1),
+            f"mean {sum(t1) / len(t1):+.2f}",
+            f"| t{args.traversals} vs t1 %:",
+            " ".join(f"{x:+.2f}" for x in last),
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

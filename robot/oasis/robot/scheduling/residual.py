@@ -1,0 +1,376 @@
+"""The residual Whittle index of a fringe document (issue 10 item 4; docs/replay.md "The shipped robot").
+
+The generalising state x (discretised parent relevance, anchor relevance, depth) is coarse: when every
+document of a state shares one index v(x) (papers/004, Eq. 9), the learner orders pages bin by bin, where
+best-first by parent + anchor-text relevance (``greedy-anchor``) orders them by the exact sum. Here the index
+of fringe document i in state x is
+
+    Q_i(1) = b_i + c(x)        b_i = parent relevance + anchor relevance (greedy-anchor's key, exact per page)
+    Q_i(0) = gamma Q_i(1)      (the passive control earns 0 and keeps the state: the fixed point of Eq. 10)
+    v_i    = Q_i(1) - Q_i(0) = (1 - gamma) (b_i + c(x))                                          (Eq. 9)
+
+and the state learns only the *residual* c(x): what a fetch from state x is worth beyond b_i. After a fetch
+of i (reward g, Eq. 11) that newly discovered the children J, Eq. 10's sample of Q_i(1) is
+``y = g + gamma (Q(x', u') + sum_{j in J} max_u Q_j(u))`` with max_u Q_j(u) = Q_j(1) = b_j + c(x_j), and the
+residual sample is ``y - b_i``; c(x) is its shrunk running mean (Eq. 10 with the step size
+``1 / (n + shrink)`` from c = 0, i.e. ``c(x) = sum of residual samples / (n + shrink)`` after n fetches: an
+empirical-Bayes mean with ``shrink`` pseudo-observations at 0). With c = 0 everywhere the order is
+greedy-anchor's, including its tie-break (b_i, then FIFO); a little-seen state stays near the exact score.
+``child_weight`` scales the children's part of the sample (1: Eq. 10 as written; 0: c(x) is a calibration
+of the immediate estimate, E[r - b | x]).
+
+The Q-table holds, per state, ``[gamma c(x), c(x), n]`` (so its own Eq. 9 index is (1 - gamma) c(x)): the
+same file format as the state-index learner's, so a table learned on training webs ships and loads the
+same way (``load_q`` / ``q=``); a table given at start counts at most ``carry`` visits per state, so a new
+web's own fetches soon outweigh it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from oasis.robot.scheduling.documents import FLIGHT, FRINGE
+from oasis.robot.scheduling.equations import (
+    Calibration,
+    calibration,
+    residual_index,
+    running_mean,
+    state_correction,
+)
+from oasis.robot.scheduling.frontier import Frontier
+from oasis.robot.scheduling.qtable import QTable
+from oasis.robot.scheduling.state import SEED_STATE, DiscoveryContext, GeneralisingState, make_state_extractor
+
+SEED_KEY = float("inf")  # seeds first, as in every best-first baseline
+TIE_WEIGHT = 1e-7  # the shared tie-break weight (controller.TIE_WEIGHT; a test checks they agree)
+
+
+FIT = ("fit:1", "fit:2", "fit:3")  # the pooled sums: [n, Sp, Sa], [Sy, Spp, Saa], [Spa, Spy, Say]
+ANCHOR_ROW = "ar|"  # + state: [mean anchor relevance of its samples, 0, n] beside the state's own row
+
+
+def cap_visits(table: QTable, carry: float) -> QTable:
+    """A copy of ``table`` that counts at most ``carry`` samples per state (the means are kept) and at most
+    ``carry`` in the pooled fit (its sums scaled down): a shipped table is a prior of that weight on a new
+    web, which the web's own fetches soon outweigh."""
+    out = table.copy()
+    rows = out.rows()
+    for state, row in rows.items():
+        if state not in FIT:
+            row[2] = min(row[2], carry)
+    fit = rows.get(FIT[0])
+    if fit is not None and fit[0] > carry > 0:
+        scale = carry / fit[0]
+        for name in FIT:
+            if name in rows:
+                rows[name] = [v * scale for v in rows[name]]
+    return out
+
+
+SHIPPED_TABLE = "shipped_q.json"  # package data beside this module: the table trained on the training split
+
+
+def shipped_table(carry: float) -> QTable:
+    """The shipped table (package data), capped at ``carry`` samples per state (:func:`cap_visits`); an empty
+    table if the package has none."""
+    from importlib.resources import files
+
+    resource = files("oasis.robot.scheduling").joinpath(SHIPPED_TABLE)
+    if not resource.is_file():
+        return QTable(0.0)
+    return cap_visits(QTable.from_dict(json.loads(resource.read_text(encoding="utf-8"))), carry)
+
+
+def start_table(config: Any) -> QTable:
+    """The table a controller with ``config`` starts from when it is given none: the shipped one (capped at
+    ``config.carry``) for the residual index with ``start="shipped"``, else an empty table."""
+    if config.residual and config.start == "shipped":
+        return shipped_table(config.carry)
+    return QTable(config.q_init)
+
+
+class ResidualIndex:
+    """The per-document residual index and its learning: states, each document's best link (b_i and its
+    anchor part), the table of per-state means and the pooled linear calibration
+    ``y ~ a + wp pr + wa ar``."""
+
+    def __init__(self, config: Any, table: Any, q: QTable | None) -> None:
+        self.config = config
+        self._table = table
+        if q is None:
+            q = shipped_table(config.carry) if config.start == "shipped" else QTable(0.0)
+        self.q = (
+            q  # learned in place (a replay carries it from traversal to traversal); learn=False: read only
+        )
+        self.extract = make_state_extractor(
+            config.state,
+            relevance_bins=config.relevance_bins,
+            anchor_bins=config.anchor_bins,
+            max_depth=config.max_depth,
+        )
+        gen = self.extract
+        self._key = gen.keyer() if isinstance(gen, GeneralisingState) and not gen.use_host else None
+        self.states: list[str | None] = table.list_column()
+        self.base = table.column("d")  # b_i: the best parent + anchor relevance among the links to i
+        self.anchor = table.column("d")  # the anchor part of that link (pr_i = b_i - ar_i)
+        self.members: dict[str, set[int]] = {}  # state -> its fringe documents (re-keyed when c(x) moves)
+        self.fit = Calibration(0.0, 1.0, 1.0)
+        self._next_fit = 0.0
+        self.refit()
+
+    def use(self, q: QTable) -> None:
+        self.q = q
+        self.refit()
+
+    def refit(self) -> None:
+        """The pooled calibration (least squares of the samples y on pr_i and ar_i, slopes floored at
+        ``w_min``); called when the pooled count doubles (the caller re-keys every state)."""
+        rows = self.q.rows()
+        fit = [rows.get(name) for name in FIT]
+        if fit[0] is None or fit[1] is None or fit[2] is None or fit[0][0] <= 0.0:
+            self.fit, self._next_fit = Calibration(0.0, 1.0, 1.0), 8.0
+            return
+        self.fit = calibration(*fit[0], *fit[1], *fit[2], w_min=self.config.w_min)
+        self._next_fit = max(8.0, 2.0 * fit[0][0])
+
+    def correction(self, state: str) -> float:
+        """c(x): the shrunk mean residual of the state over the pooled calibration (0 if never fetched)."""
+        rows = self.q.rows()
+        row = rows.get(state)
+        if row is None:
+            return 0.0
+        arow = rows.get(ANCHOR_ROW + state)
+        mean_ar = 0.0 if arow is None else arow[0]
+        return state_correction(row[0], mean_ar, row[1], row[2], self.fit, self.config.shrink)
+
+    def state_of(self, doc: int, url: str, parent_url: str | None, pr: float, ar: float, depth: int) -> str:
+        if parent_url is None:
+            return SEED_STATE
+        if self._key is not None:
+            return self._key(pr, ar, depth)
+        table = self._table
+        return self.extract(DiscoveryContext(url, parent_url, pr, ar, depth, table.hosts[table.host_id[doc]]))
+
+    def key(self, doc: int) -> float:
+        """The queue key of a fringe document: Q_i(1) = a + wp pr_i + wa ar_i + c(x), plus the tie-break."""
+        state = self.states[doc]
+        if state == SEED_STATE:
+            return SEED_KEY
+        b = self.base[doc]
+        return self.value(doc) + TIE_WEIGHT * b
+
+    def value(self, doc: int) -> float:
+        """max_u Q_i(u) = Q_i(1) of a fringe document (Eq. 10 child term); a seed is worth 1."""
+        state = self.states[doc]
+        if state == SEED_STATE or state is None:
+            return 1.0
+        ar = self.anchor[doc]
+        return residual_index(self.fit.estimate(self.base[doc] - ar, ar), self.correction(state))
+
+    def learn(self, doc: int, g: float, children: list[int], q_next: float) -> bool:
+        """Eq. 10's sample after a fetch of fringe document ``doc``, added to its state's means and the pooled
+        fit. Returns True when the calibration was re-fitted (the caller re-keys every state)."""
+        cfg = self.config
+        state = self.states[doc]
+        if not cfg.learn or state is None or state == SEED_STATE:
+            return False
+        bonus = 0.0
+        if cfg.child_weight:
+            for c in children:
+                bonus += self.value(c)
+        y = g + cfg.gamma * (q_next + cfg.child_weight * bonus)  # Eq. 10's target with Eq. 11's g
+        ar = self.anchor[doc]
+        pr = self.base[doc] - ar
+        rows = self.q.rows()
+        row = rows.get(state)
+        if row is None:
+            row = rows[state] = [0.0, 0.0, 0.0]
+        arow = rows.get(ANCHOR_ROW + state)
+        if arow is None:
+            arow = rows[ANCHOR_ROW + state] = [0.0, 0.0, 0.0]
+        n = row[2] + 1.0
+        row[0] = running_mean(row[0], pr, n)
+        row[1] = running_mean(row[1], y, n)  # Q(x, 1) of the state: Eq. 10 with the step size 1 / n
+        row[2] = arow[2] = n
+        arow[0] = running_mean(arow[0], ar, n)
+        f1 = rows.setdefault(FIT[0], [0.0, 0.0, 0.0])
+        f2 = rows.setdefault(FIT[1], [0.0, 0.0, 0.0])
+        f3 = rows.setdefault(FIT[2], [0.0, 0.0, 0.0])
+        f1[0] += 1.0
+        f1[1] += pr
+        f1[2] += ar
+        f2[0] += y
+        f2[1] += pr * pr
+        f2[2] += ar * ar
+        f3[0] += pr * ar
+        f3[1] += pr * y
+        f3[2] += ar * y
+        if f1[0] >= self._next_fit:
+            self.refit()
+            return True
+        return False
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        self.q.save(path)
+
+
+class ResidualFringe:
+    """The fringe of the residual index: one host-aware :class:`Frontier` of documents keyed by b_i + c(x);
+    when a state's correction moves, its fringe documents are re-keyed."""
+
+    def __init__(self, index: ResidualIndex, table: Any) -> None:
+        self.index = index
+        self._table = table
+        self.frontier = Frontier()
+
+    def push(self, doc: int) -> None:
+        idx = self.index
+        state = idx.states[doc]
+        assert state is not None
+        idx.members.setdefault(state, set()).add(doc)
+        self.frontier.push(doc, idx.key(doc), self._table.host_id[doc])
+
+    def remove(self, doc: int) -> None:
+        state = self.index.states[doc]
+        if state is not None:
+            group = self.index.members.get(state)
+            if group is not None:
+                group.discard(doc)
+        self.frontier.remove(doc)
+
+    def rekey(self, state: str) -> None:
+        idx, frontier, host = self.index, self.frontier, self._table.host_id
+        for doc in idx.members.get(state, ()):
+            frontier.push(doc, idx.key(doc), host[doc])
+
+    def fringe_order(self) -> list[int]:
+        status = self._table.status
+        return self.frontier.ordered() + [d for d, s in enumerate(status) if s == FLIGHT]
+
+    def is_fringe(self, doc: int) -> bool:
+        return self._table.status[doc] == FRINGE
+
+
+def residual_controller_class() -> type:
+    """The controller class (built on first use: ``controller`` imports this module lazily)."""
+    global _CLASS
+    if _CLASS is None:
+        _CLASS = _make_class()
+    return _CLASS
+
+
+_CLASS: type | None = None
+
+
+def _make_class() -> type:
+    from oasis.robot.scheduling.controller import HostReady, _Controller
+
+    class ResidualWhittleController(_Controller):
+        """The Whittle controller with the residual index (``ControllerConfig.index == "residual"``): every
+        fringe document keyed by b_i + c(x) in one host-aware queue (module docstring)."""
+
+        name = "whittle"
+
+        def __init__(self, *, q: QTable | None = None, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.index = ResidualIndex(self.config, self.docs, q)
+            self.fringe = ResidualFringe(self.index, self.docs)
+
+        @property
+        def q(self) -> QTable:
+            return self.index.q
+
+        def _enqueue(
+            self, doc: int, url: str, parent_url: str | None, parent_rel: float, anchor_rel: float, depth: int
+        ) -> None:
+            idx = self.index
+            idx.states[doc] = idx.state_of(doc, url, parent_url, parent_rel, anchor_rel, depth)
+            b = parent_rel + anchor_rel
+            idx.base[doc] = b
+            idx.anchor[doc] = anchor_rel
+            self.docs.key[doc] = b  # checkpoints carry b_i in the key column
+            self.fringe.push(doc)
+
+        def _requeue(self, doc: int) -> None:
+            self.fringe.push(doc)
+
+        def _remove_fringe(self, doc: int) -> None:
+            self.fringe.remove(doc)
+
+        def _pop_fringe(self, host_ready: HostReady | None) -> int | None:
+            doc = self.fringe.frontier.pop(host_ready)
+            if doc is not None:
+                state = self.index.states[doc]
+                if state is not None:
+                    self.index.members[state].discard(doc)
+            return doc
+
+        def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
+            # as greedy-anchor: a better link raises b_i; the state is re-derived from that link
+            idx, docs = self.index, self.docs
+            b = parent_rel + anchor_rel
+            if idx.states[doc] == SEED_STATE or b <= idx.base[doc]:
+                return
+            if parent_rel > docs.parent_rel[doc]:
+                docs.set_parent_rel(doc, parent_rel)
+            self.fringe.remove(doc)
+            idx.base[doc] = b
+            idx.anchor[doc] = anchor_rel
+            docs.key[doc] = b
+            idx.states[doc] = idx.state_of(
+                doc, docs.urls[doc], parent_url, parent_rel, anchor_rel, docs.depth[doc]
+            )
+            self.fringe.push(doc)
+
+        def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
+            if not was_fringe:
+                return
+            state = self.index.states[doc]
+            if self.index.learn(doc, g, children, 0.0):
+                for each in list(self.index.members):
+                    self.fringe.rekey(each)
+            elif state is not None:
+                self.fringe.rekey(state)
+
+        def _fringe_value(self) -> float:
+            """b_i + c(x) = Q_i(1) = v_i / (1 - gamma) of the best fringe document (relevance per fetch, the
+            re-crawl index's unit), floored by recent first-retrieval rewards (as every policy)."""
+            top = self.fringe.frontier.peek()
+            return max(top[1] if top is not None else 0.0, super()._fringe_value())
+
+        def frontier_size(self) -> int:
+            return len(self.fringe.frontier)
+
+        def _fringe_order(self) -> list[int]:
+            return self.fringe.fringe_order()
+
+        def _doc_state(self, doc: int) -> str | None:
+            return self.index.states[doc]
+
+        def _restore_fringe(self, doc: int, dstate: str | None) -> None:
+            self.index.states[doc] = dstate if dstate is not None else SEED_STATE
+            self.index.base[doc] = self.docs.key[doc]
+            self.fringe.push(doc)
+
+        def index_of(self, url: str) -> float:
+            """v_i = (1 - gamma)(b_i + c(x)) of a known fringe document (Eq. 9; diagnostics)."""
+            return (1.0 - self.config.gamma) * self.index.value(self.docs.ids[url])
+
+        def _q_dict(self) -> dict[str, Any] | None:
+            return self.index.q.to_dict()
+
+        def _load_q_dict(self, data: Any) -> None:
+            if data is not None:
+                self.index.use(QTable.from_dict(data))
+
+        def save_q(self, path: str | os.PathLike[str]) -> None:
+            self.index.save(path)
+
+        def load_q(self, path: str | os.PathLike[str]) -> None:
+            self.index.use(QTable.load(path))
+            for state in list(self.index.members):
+                self.fringe.rekey(state)
+
+    return ResidualWhittleController
