@@ -56,6 +56,7 @@ OWNER_LOCK = "oasis-engine.lock"
 WHOOSH_WRITELOCK = "MAIN_WRITELOCK"
 TMP_PREFIX = ".oasis-tmp-"
 MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection grew or shrank by 25 %
+PARSED_QUERIES = 4096  # parsed queries an engine keeps (an LRU-free bounded cache: oldest out first)
 
 
 class InvalidQuery(ValueError):
@@ -431,6 +432,8 @@ class TopicIndex:
         self._stats_max_age = stats_max_age
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
         self._parser = qlang.make_parser(ix.schema, ["title", "text"])
+        self._parsed: dict[str, wquery.Query] = {}  # query string -> parsed and checked
+        self._parsed_lock = threading.Lock()
         self._snippeter = Snippeter(maxchars=snippet_chars, surround=60, top=2)
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
@@ -636,6 +639,19 @@ class TopicIndex:
         return SearchPage(hits=tuple(hits), total=total, max_score=max_score)
 
     def parse_query(self, query: str) -> wquery.Query:
+        """The checked Whoosh query of ``query`` (:class:`InvalidQuery` when refused), from a bounded cache of
+        recent queries: parsing costs ~0.4 ms, which every engine a broker asks pays again (issue 14). The
+        cached tree is shared, never changed (expansion and matcher choice work on a copy: ``bounded``)."""
+        q = self._parsed.get(query)
+        if q is None:
+            q = self._parse_query(query)
+            with self._parsed_lock:
+                if len(self._parsed) >= PARSED_QUERIES:
+                    self._parsed.pop(next(iter(self._parsed)))  # the oldest
+                self._parsed[query] = q
+        return q
+
+    def _parse_query(self, query: str) -> wquery.Query:
         if not query or not query.strip():
             raise InvalidQuery("query is empty")
         if len(query) > self.limits.max_query_chars:
