@@ -1,9 +1,13 @@
 """TopicIndex: one topic's Whoosh index (BM25F) keyed by canonical URL (pure domain: no grpc).
 
-Writes arrive as batches of operations (:meth:`TopicIndex.apply`); one batch is one Whoosh commit, so a batch
-is applied entirely or not at all. Whoosh itself never calls fsync, so the storage used here
-(:class:`DurableFileStorage`) fsyncs every file it closes before Whoosh renames the new table of contents
-into place, and fsyncs the directory after the rename: when ``apply`` returns, the batch is on disk.
+Writes arrive as batches of operations (:meth:`TopicIndex.apply`); a batch is applied entirely or not at
+all, and is on disk when ``apply`` returns. An index on disk appends each batch to its write-ahead log
+(:mod:`oasis.engine.wal`, fsync'd) and to an open Whoosh writer, which is committed every
+``commit_seconds`` or ``commit_docs`` operations, before a read that must see the batch (searches, counts,
+summaries: an acknowledged batch is visible to every later read), and at close; after a crash the log is
+replayed on open. An index in memory commits each batch. Whoosh itself never calls fsync, so the storage
+used here (:class:`DurableFileStorage`) fsyncs every file it closes before Whoosh renames the new table of
+contents into place, and fsyncs the directory after the rename.
 
 Recovery (``TopicIndex.open`` on a directory a killed engine left behind): the engine holds an ``flock`` on
 ``oasis-engine.lock`` for its lifetime (the kernel drops it when the process dies, even on kill -9), so a
@@ -45,6 +49,7 @@ from oasis.engine import query as qlang
 from oasis.engine.relevance import RelevanceModel, idf, idf_table
 from oasis.engine.snippets import Snippeter, candidate_prefixes
 from oasis.engine.topic import Topic
+from oasis.engine.wal import WriteAheadLog
 from oasis.runtime.bloom import BloomFilter
 from oasis.runtime.text import make_analyzer
 from oasis.runtime.urls import InvalidURL, canonicalize
@@ -56,6 +61,8 @@ OWNER_LOCK = "oasis-engine.lock"
 WHOOSH_WRITELOCK = "MAIN_WRITELOCK"
 TMP_PREFIX = ".oasis-tmp-"
 MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection grew or shrank by 25 %
+COMMIT_SECONDS = 1.0  # an index on disk commits logged batches at least this often (and before reads)
+COMMIT_DOCS = 2000  # ... or once this many operations are logged but not committed
 PARSED_QUERIES = 4096  # parsed queries an engine keeps (an LRU-free bounded cache: oldest out first)
 
 
@@ -421,6 +428,9 @@ class TopicIndex:
         clock: Callable[[], float] = time.time,
         stats_max_age: float = 2.0,
         snippet_chars: int = 240,
+        wal: WriteAheadLog | None = None,
+        commit_seconds: float = COMMIT_SECONDS,
+        commit_docs: int = COMMIT_DOCS,
     ) -> None:
         self.topic = topic
         self.limits = limits or IndexLimits()
@@ -451,6 +461,23 @@ class TopicIndex:
         self._model_lock = threading.Lock()
         self._model_stale = False
         self._model = self._build_model(self._collection_stats(force=True))
+        # the write-ahead log and the open writer of the batches logged since the last commit
+        self._wal = wal
+        self._commit_seconds = commit_seconds
+        self._commit_docs = commit_docs
+        self._writer: Any = None
+        self._writer_searcher: Any = None
+        self._writer_before: set[str] = set()  # the directory's files when the writer was opened
+        self._pending: dict[str, bool] = {}  # URL -> upserted (True) / deleted (False) since the commit
+        self._pending_since: float | None = None
+        self._replay_needed = wal is not None  # apply the log again (at open; after a failed commit)
+        self._dirty = False  # acknowledged batches not yet in a finished commit
+        self._committer: threading.Thread | None = None
+        if wal is not None:
+            with self._write_lock:
+                self._replay_locked()
+            self._committer = threading.Thread(target=self._commit_loop, name="index-commit", daemon=True)
+            self._committer.start()
 
     # construction
 
@@ -483,7 +510,12 @@ class TopicIndex:
             else:
                 ix = storage.create_index(make_schema())
             integrity.record(directory)
-            index = cls(ix, topic, folder=directory, owner=owner, **kwargs)
+            wal = WriteAheadLog(directory)
+            try:
+                index = cls(ix, topic, folder=directory, owner=owner, wal=wal, **kwargs)
+            except BaseException:
+                wal.close()
+                raise
         except BaseException:
             owner.release()
             raise
@@ -500,15 +532,26 @@ class TopicIndex:
             if self._closed:
                 return
             self._closed = True
+            if self._wal is not None:
+                try:
+                    if self._replay_needed:
+                        self._replay_locked()
+                    self._commit_pending_locked()
+                except Exception:
+                    logger.exception("commit at close failed; the write-ahead log keeps the batches")
+                    self._drop_writer()
+                self._wal.close()
             self._retire(self._searcher)
             self._ix.close()
             if self._owner is not None:
                 self._owner.release()
+        if self._committer is not None and self._committer is not threading.current_thread():
+            self._committer.join(timeout=10)
 
     # writing
 
     def apply(self, ops: Sequence[Op]) -> CommitResult:
-        """Apply a batch in one commit (durable on return) and report what happened.
+        """Apply a batch atomically (durable on return) and report what happened.
 
         Within a batch the last operation on a URL wins. An upsert of a URL already in the index replaces it;
         a delete of a URL not in the index is a no-op. Rejected operations are passed through untouched.
@@ -521,8 +564,7 @@ class TopicIndex:
             if not isinstance(op, Rejected):
                 final.pop(op.url, None)  # keep the order of last occurrence
                 final[op.url] = op
-        added = replaced = deleted = 0
-        docs: list[dict[str, Any]] = []
+        docs: dict[str, dict[str, Any]] = {}
         for op in final.values():
             if isinstance(op, Upsert):
                 r = (
@@ -530,49 +572,202 @@ class TopicIndex:
                     if op.relevance is not None
                     else self.relevance_model().score(op.title, op.text)
                 )
-                docs.append(
-                    {
-                        "url": op.url,
-                        "title": op.title,
-                        "text": op.text,
-                        "fetch_time": op.fetch_time,
-                        "relevance": r,
-                    }
-                )
+                docs[op.url] = {
+                    "url": op.url,
+                    "title": op.title,
+                    "text": op.text,
+                    "fetch_time": op.fetch_time,
+                    "relevance": r,
+                }
         acked = max(op.seq for op in ops)
         if not final:
             return CommitResult(acked_through=acked, rejected=rejected)
         with self._write_lock:
             self._check_open()
-            before = set(os.listdir(self._folder)) if self._folder is not None else set()
-            writer = self._ix.writer(limitmb=self._limitmb, procs=1)
-            try:
-                with writer.searcher() as s:
-                    for url, op in final.items():
-                        existed = writer.delete_by_term("url", url, searcher=s) > 0
-                        if isinstance(op, Delete):
-                            deleted += int(existed)
-                        elif existed:
-                            replaced += 1
-                        else:
-                            added += 1
-                for doc in docs:
-                    writer.add_document(**doc)
-                writer.commit()
-                if self._folder is not None:
-                    integrity.record(self._folder)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    writer.cancel()
-                if self._folder is not None:
-                    integrity.remove_uncommitted(self._folder, before)
-                raise
-            finally:
-                self._remove_scratch()
-            self._after_commit()
+            if self._wal is None:
+                added, replaced, deleted = self._commit_batch(final, docs)
+            else:
+                added, replaced, deleted = self._log_batch(final, docs)
         return CommitResult(
             acked_through=acked, added=added, replaced=replaced, deleted=deleted, rejected=rejected
         )
+
+    @staticmethod
+    def _write(
+        writer: Any, searcher: Any, urls: Iterable[str], docs: Mapping[str, dict[str, Any]]
+    ) -> tuple[int, int, int]:
+        """Delete each URL from ``writer``'s committed documents, add ``docs``: (added, replaced, deleted)."""
+        added = replaced = deleted = 0
+        for url in urls:
+            existed = writer.delete_by_term("url", url, searcher=searcher) > 0
+            if url not in docs:
+                deleted += int(existed)
+            elif existed:
+                replaced += 1
+            else:
+                added += 1
+        for doc in docs.values():
+            writer.add_document(**doc)
+        return added, replaced, deleted
+
+    def _new_writer(self) -> Any:
+        self._writer_before = set(os.listdir(self._folder)) if self._folder is not None else set()
+        return self._ix.writer(limitmb=self._limitmb, procs=1)
+
+    def _commit_writer(self, writer: Any) -> None:
+        """Commit ``writer`` (durable on return) and refresh the searcher; on failure cancel it, remove the
+        files the failed commit wrote, and re-raise (call with the write lock)."""
+        try:
+            writer.commit()
+            if self._folder is not None:
+                integrity.record(self._folder)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                writer.cancel()
+            if self._folder is not None:
+                integrity.remove_uncommitted(self._folder, self._writer_before)
+            raise
+        finally:
+            self._remove_scratch()
+        self._after_commit()
+
+    def _commit_batch(
+        self, final: Mapping[str, Upsert | Delete], docs: Mapping[str, dict[str, Any]]
+    ) -> tuple[int, int, int]:
+        """One batch, one Whoosh commit (an index without a write-ahead log)."""
+        writer = self._new_writer()
+        try:
+            with writer.searcher() as s:
+                counts = self._write(writer, s, final, docs)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                writer.cancel()
+            self._remove_scratch()
+            raise
+        self._commit_writer(writer)
+        return counts
+
+    def _log_batch(
+        self, final: Mapping[str, Upsert | Delete], docs: Mapping[str, dict[str, Any]]
+    ) -> tuple[int, int, int]:
+        """Append the batch to the write-ahead log (durable), then to the open writer; commit when due."""
+        assert self._wal is not None
+        if self._replay_needed:
+            self._replay_locked()
+        if any(url in self._pending for url in final):
+            self._commit_pending_locked()  # the writer cannot replace a document it has not committed
+        if self._writer is None:
+            self._writer = self._new_writer()
+            self._writer_searcher = self._writer.searcher()
+        entries: list[Any] = [
+            ["u", *(docs[url][f] for f in ("url", "title", "text", "fetch_time", "relevance"))]
+            if url in docs
+            else ["d", url]
+            for url in final
+        ]
+        self._wal.append(entries)
+        try:
+            counts = self._write(self._writer, self._writer_searcher, final, docs)
+        except BaseException:
+            self._drop_writer()
+            self._replay_needed = True  # the log holds every batch the dropped writer held
+            raise
+        self._dirty = True
+        for url in final:
+            self._pending[url] = url in docs
+        if self._pending_since is None:
+            self._pending_since = time.monotonic()
+        if len(self._pending) >= self._commit_docs:
+            self._commit_pending_locked()
+        return counts
+
+    def _drop_writer(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer_searcher.close()
+            with contextlib.suppress(Exception):
+                writer.cancel()
+            self._remove_scratch()
+        self._pending.clear()
+        self._pending_since = None
+
+    def _commit_pending_locked(self) -> None:
+        """Commit the batches logged since the last commit, then empty the log (call with the write lock)."""
+        writer = self._writer
+        if writer is None:
+            self._dirty = False
+            return
+        assert self._wal is not None
+        self._writer = None
+        with contextlib.suppress(Exception):
+            self._writer_searcher.close()
+        self._pending.clear()
+        self._pending_since = None
+        try:
+            self._commit_writer(writer)
+        except BaseException:
+            self._replay_needed = True
+            raise
+        self._wal.reset()
+        self._dirty = False  # cleared only now: a read arriving during the commit waits for it
+
+    def _replay_locked(self) -> None:
+        """Apply every batch of the write-ahead log (after a crash, or a failed commit) in one commit, then
+        empty the log. Replaying is idempotent: batches already committed are applied again unchanged."""
+        assert self._wal is not None
+        self._drop_writer()
+        batches = self._wal.replay()
+        final: dict[str, dict[str, Any] | None] = {}  # URL -> document, or None for a delete; last wins
+        for batch in batches:
+            for entry in batch:
+                if entry[0] == "u":
+                    url, title, text, fetch_time, relevance = entry[1:6]
+                    final.pop(url, None)
+                    final[url] = dict(
+                        url=url, title=title, text=text, fetch_time=fetch_time, relevance=relevance
+                    )
+                elif entry[0] == "d":
+                    final.pop(entry[1], None)
+                    final[entry[1]] = None
+        if final:
+            writer = self._new_writer()
+            try:
+                with writer.searcher() as s:
+                    self._write(writer, s, final, {u: d for u, d in final.items() if d is not None})
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    writer.cancel()
+                self._remove_scratch()
+                raise
+            self._commit_writer(writer)
+            logger.info("replayed %d batch(es), %d URL(s) from the write-ahead log", len(batches), len(final))
+        if self._wal.size:
+            self._wal.reset()
+        self._replay_needed = False
+
+    def _refresh(self) -> None:
+        """Commit what is logged but not yet committed, so a read sees every acknowledged batch."""
+        if self._wal is not None and (self._dirty or self._replay_needed):
+            with self._write_lock:
+                self._check_open()
+                if self._replay_needed:
+                    self._replay_locked()
+                self._commit_pending_locked()
+
+    def _commit_loop(self) -> None:
+        """Commit logged batches once the oldest has waited ``commit_seconds`` (until the index closes)."""
+        while not self._closing.wait(min(0.25, self._commit_seconds / 4)):
+            since = self._pending_since
+            if since is None or time.monotonic() - since < self._commit_seconds:
+                continue
+            try:
+                with self._write_lock:
+                    if self._closed:
+                        return
+                    self._commit_pending_locked()
+            except Exception:
+                logger.exception("background commit failed; the write-ahead log keeps the batches")
 
     def delete_urls(self, urls: Iterable[str]) -> int:
         """Delete documents by URL (canonicalised); returns how many existed. Raises InvalidURL."""
@@ -607,6 +802,7 @@ class TopicIndex:
         ``limits.max_search_seconds``).
         """
         q = self.parse_query(query)
+        self._refresh()
         if not 1 <= limit <= self.limits.max_limit:
             raise InvalidQuery(f"limit must be in [1, {self.limits.max_limit}], got {limit}")
         if not 0 <= offset <= self.limits.max_offset:
@@ -705,10 +901,12 @@ class TopicIndex:
         return collector.results()
 
     def contains(self, url: str) -> bool:
+        self._refresh()
         with self._read_lock:
             return self._searcher.document_number(url=canonicalize(url)) is not None
 
     def document(self, url: str) -> dict[str, Any] | None:
+        self._refresh()
         with self._read_lock:
             doc = self._searcher.document(url=canonicalize(url))
             return dict(doc) if doc is not None else None
@@ -719,6 +917,7 @@ class TopicIndex:
         ends or the generator is closed."""
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
+        self._refresh()
         with self._read_lock:
             self._check_open()
             reader = self._ix.reader()
@@ -760,6 +959,7 @@ class TopicIndex:
         return [model.score(title, text) for title, text in pages]
 
     def stats(self) -> IndexStats:
+        self._refresh()
         with self._read_lock:
             documents = self._searcher.doc_count()
         return IndexStats(documents=documents, last_commit=self._last_commit, index_bytes=self._index_bytes())
@@ -777,6 +977,7 @@ class TopicIndex:
         """
         if max_terms < 0:
             raise ValueError(f"max_terms must be >= 0, got {max_terms}")
+        self._refresh()
         model = self.relevance_model()
         stats = self._collection_stats(force=False)
         profile = [t for t in model.profile_terms if t in stats.df]
