@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,8 @@ import pytest
 from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.topic import Topic
 from oasis.engine.wal import HEADER, WAL_FILE, read_log
+from oasis.robot.engine_client import connect_engine
+from oasis.runtime.engine_types import IndexDocument
 from oasis.runtime.service import channel_options
 from oasis.runtime.spawn import spawn_service
 from oasis.v1 import engine_pb2, engine_pb2_grpc
@@ -51,7 +54,7 @@ def logged_index(tmp_path: Path, batches: int) -> tuple[TopicIndex, Path]:
 
 
 def test_acknowledged_batches_only_in_the_log_survive_kill_9(tmp_path: Path) -> None:
-    def start(tag: str) -> tuple[object, str]:
+    def start(tag: str) -> tuple[subprocess.Popen[bytes], str]:
         engine = spawn_service(
             [
                 sys.executable, "-m", "oasis.engine", "--name", "e1", "--topic", "space",
@@ -63,25 +66,18 @@ def test_acknowledged_batches_only_in_the_log_survive_kill_9(tmp_path: Path) -> 
         )  # fmt: skip
         return engine.process, engine.address
 
-    def batch(start_seq: int) -> list[engine_pb2.IndexRequest]:
-        return [
-            engine_pb2.IndexRequest(
-                seq=(n := start_seq + i),
-                upsert=engine_pb2.Document(url=f"http://space.org/{n}", text=f"rocket token{n}"),
-                flush=i == BATCH - 1,
-            )
-            for i in range(BATCH)
-        ]
-
     proc, address = start("a")
-    with grpc.insecure_channel(address, options=channel_options()) as channel:
-        stub = engine_pb2_grpc.EngineStub(channel)
+    robot = connect_engine(address)  # the robot's own engine client: index() returns once acknowledged
+    try:
         for b in range(3):
-            acks = list(stub.Index(iter(batch(1 + b * BATCH)), timeout=30))
-            assert acks[-1].acked_through == (b + 1) * BATCH
+            docs = [IndexDocument(url=f"http://space.org/{n}", text=f"rocket token{n}", relevance=0.5)
+                    for n in range(1 + b * BATCH, 1 + (b + 1) * BATCH)]  # fmt: skip
+            assert robot.index(docs).acknowledged == BATCH
+    finally:
+        robot.close()
     assert len(read_log(tmp_path / "ix" / WAL_FILE).batches) == 3  # acknowledged, not committed to Whoosh
-    os.kill(proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]
-    proc.wait(timeout=10)  # type: ignore[attr-defined]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
 
     proc, address = start("b")
     try:
@@ -92,11 +88,11 @@ def test_acknowledged_batches_only_in_the_log_survive_kill_9(tmp_path: Path) -> 
                 reply = stub.Search(engine_pb2.SearchRequest(query=f"token{n}"), timeout=10)
                 assert [h.url for h in reply.hits] == [f"http://space.org/{n}"]
         assert read_log(tmp_path / "ix" / WAL_FILE).batches == []  # replayed, committed, emptied
-        proc.send_signal(signal.SIGTERM)  # type: ignore[attr-defined]
-        assert proc.wait(timeout=20) == 0  # type: ignore[attr-defined]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
     finally:
-        if proc.poll() is None:  # type: ignore[attr-defined]
-            proc.kill()  # type: ignore[attr-defined]
+        if proc.poll() is None:
+            proc.kill()
 
 
 def test_a_torn_last_record_loses_only_that_batch(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
