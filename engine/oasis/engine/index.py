@@ -983,6 +983,7 @@ class TopicIndex:
         """
         if max_terms < 0:
             raise ValueError(f"max_terms must be >= 0, got {max_terms}")
+        self._refresh()
         model = self.relevance_model()
         stats = self._collection_stats(force=False)
         profile = [t for t in model.profile_terms if t in stats.df]
