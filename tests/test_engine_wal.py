@@ -10,13 +10,16 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import grpc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
+from oasis.engine.index import Delete, IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.topic import Topic
 from oasis.engine.wal import HEADER, WAL_FILE, read_log
 from oasis.robot.engine_client import connect_engine
@@ -169,9 +172,63 @@ def test_acknowledged_batches_are_visible_and_commit_in_the_background(tmp_path:
         r = ix.apply([up(100, 3), up(101, 1000)])  # /3 is pending: committed first, then replaced
         assert (r.added, r.replaced) == (1, 1)
         deadline = time.monotonic() + 10
-        while (tmp_path / "ix" / WAL_FILE).stat().st_size and time.monotonic() < deadline:
+        logged = tmp_path / "ix" / WAL_FILE  # (absent for an instant while the applier seals it)
+        while (read_log(logged).batches or list(logged.parent.glob(f"{WAL_FILE}.[0-9]*"))) and (
+            time.monotonic() < deadline
+        ):
             time.sleep(0.05)
-        assert (tmp_path / "ix" / WAL_FILE).stat().st_size == 0  # the committer thread emptied the log
+        assert read_log(logged).batches == []  # the applier committed them and dropped the sealed file
+        assert not list(logged.parent.glob(f"{WAL_FILE}.[0-9]*"))
         assert ix.search("token3").total == 1 and ix.stats().documents == BATCH + 1
     finally:
         ix.close()
+
+
+urls = st.sampled_from([f"http://h.org/{i}" for i in range(6)])
+batches_st = st.lists(
+    st.lists(
+        st.tuples(st.booleans(), urls, st.sampled_from(["rocket", "orbit", "cake"])), min_size=1, max_size=8
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=8, deadline=None)
+@given(batches_st, st.sampled_from([0.0, 0.05, 3600.0]))
+def test_logged_batches_count_and_end_like_a_dict(
+    batches: list[list[tuple[bool, str, str]]], wait: float
+) -> None:
+    """Counts of batches acknowledged before any commit (taken from the batches logged before them), and
+    the index after the applier's commits (some batches replace documents the open writer holds)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ix = TopicIndex.open(Path(tmp) / "ix", TOPIC, commit_seconds=max(wait, 0.01))
+        model: dict[str, str] = {}
+        seq = 0
+        try:
+            for batch in batches:
+                ops: list[Upsert | Delete] = []
+                before = dict(model)
+                for is_upsert, url, word in batch:
+                    seq += 1
+                    if is_upsert:
+                        op = make_upsert(seq=seq, url=url, title="", text=word, fetch_time=1.0, relevance=0.5,
+                                         limits=IndexLimits())  # fmt: skip
+                        assert isinstance(op, Upsert)
+                        ops.append(op)
+                        model[url] = word
+                    else:
+                        ops.append(Delete(seq=seq, url=url))
+                        model.pop(url, None)
+                r = ix.apply(ops)
+                assert r.added == len(model.keys() - before.keys())
+                assert r.deleted == len(before.keys() - model.keys())
+                assert r.replaced == len([u for u in model if u in before and any(o.url == u for o in ops)])
+                if wait:
+                    time.sleep(wait / 1000)
+            assert ix.stats().documents == len(model)
+            for url, word in model.items():
+                doc = ix.document(url)
+                assert doc is not None and doc["text"] == word
+        finally:
+            ix.close()

@@ -33,6 +33,7 @@ import os
 import shutil
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -467,23 +468,25 @@ class TopicIndex:
         self._model_lock = threading.Lock()
         self._model_stale = False
         self._model = self._build_model(self._collection_stats(force=True))
-        # the write-ahead log and the open writer of the batches logged since the last commit
+        # the write-ahead log, and the applier thread that moves logged batches into Whoosh commits
         self._wal = wal
         self._commit_seconds = commit_seconds
         self._commit_docs = commit_docs
-        self._writer: Any = None
-        self._writer_searcher: Any = None
-        self._writer_before: set[str] = set()  # the directory's files when the writer was opened
-        self._pending: dict[str, bool] = {}  # URL -> upserted (True) / deleted (False) since the commit
-        self._pending_since: float | None = None
-        self._replay_needed = wal is not None  # apply the log again (at open; after a failed commit)
-        self._dirty = False  # acknowledged batches not yet in a finished commit
-        self._committer: threading.Thread | None = None
+        self._writer_before: set[str] = set()  # the directory's files when the last writer was opened
+        self._cv = threading.Condition(self._write_lock)  # guards everything below
+        self._queue: deque[tuple[int, list[str], dict[str, dict[str, Any]]]] = deque()  # logged, unapplied
+        self._queued_ops = 0
+        self._oldest: float | None = None  # when the oldest queued batch was logged
+        self._logged = 0  # number of the last batch logged
+        self._committed = 0  # every batch up to this number is in a finished commit
+        self._pending: dict[str, tuple[bool, int]] = {}  # URL -> (upserted, batch) not yet committed
+        self._refresh_wanted = False
+        self._apply_error: BaseException | None = None
+        self._applier: threading.Thread | None = None
         if wal is not None:
-            with self._write_lock:
-                self._replay_locked()
-            self._committer = threading.Thread(target=self._commit_loop, name="index-commit", daemon=True)
-            self._committer.start()
+            self._replay()
+            self._applier = threading.Thread(target=self._apply_loop, name="index-applier", daemon=True)
+            self._applier.start()
 
     # construction
 
@@ -533,26 +536,22 @@ class TopicIndex:
         return cls(RamStorage().create_index(make_schema()), topic, **kwargs)
 
     def close(self) -> None:
+        """Commit what is logged (the applier's last cycle), then close; a failure leaves it in the log."""
         self._closing.set()
+        if self._applier is not None and self._applier is not threading.current_thread():
+            with self._cv:
+                self._cv.notify_all()
+            self._applier.join(timeout=120)
         with self._write_lock, self._read_lock:
             if self._closed:
                 return
             self._closed = True
             if self._wal is not None:
-                try:
-                    if self._replay_needed:
-                        self._replay_locked()
-                    self._commit_pending_locked()
-                except Exception:
-                    logger.exception("commit at close failed; the write-ahead log keeps the batches")
-                    self._drop_writer()
                 self._wal.close()
             self._retire(self._searcher)
             self._ix.close()
             if self._owner is not None:
                 self._owner.release()
-        if self._committer is not None and self._committer is not threading.current_thread():
-            self._committer.join(timeout=10)
 
     # writing
 
@@ -656,15 +655,23 @@ class TopicIndex:
     def _log_batch(
         self, final: Mapping[str, Upsert | Delete], docs: Mapping[str, dict[str, Any]]
     ) -> tuple[int, int, int]:
-        """Append the batch to the write-ahead log (durable), then to the open writer; commit when due."""
+        """Append the batch to the write-ahead log (durable) and queue it for the applier (call with the write
+        lock). The counts come from the batches logged before it and the last commit."""
         assert self._wal is not None
-        if self._replay_needed:
-            self._replay_locked()
-        if any(url in self._pending for url in final):
-            self._commit_pending_locked()  # the writer cannot replace a document it has not committed
-        if self._writer is None:
-            self._writer = self._new_writer()
-            self._writer_searcher = self._writer.searcher()
+        if self._apply_error is not None and self._closing.is_set():
+            raise RuntimeError(f"the index could not commit: {self._apply_error}")
+        added = replaced = deleted = 0
+        with self._read_lock:
+            searcher = self._searcher
+            for url in final:
+                pending = self._pending.get(url)
+                existed = pending[0] if pending is not None else searcher.document_number(url=url) is not None
+                if url not in docs:
+                    deleted += int(existed)
+                elif existed:
+                    replaced += 1
+                else:
+                    added += 1
         entries: list[Any] = [
             ["u", *(docs[url][f] for f in ("url", "title", "text", "fetch_time", "relevance"))]
             if url in docs
@@ -672,57 +679,128 @@ class TopicIndex:
             for url in final
         ]
         self._wal.append(entries)
-        try:
-            counts = self._write(self._writer, self._writer_searcher, final, docs)
-        except BaseException:
-            self._drop_writer()
-            self._replay_needed = True  # the log holds every batch the dropped writer held
-            raise
-        self._dirty = True
+        self._logged += 1
         for url in final:
-            self._pending[url] = url in docs
-        if self._pending_since is None:
-            self._pending_since = time.monotonic()
-        if len(self._pending) >= self._commit_docs:
-            self._commit_pending_locked()
-        return counts
+            self._pending[url] = (url in docs, self._logged)
+        self._queue.append((self._logged, list(final), dict(docs)))
+        self._queued_ops += len(final)
+        if self._oldest is None:
+            self._oldest = time.monotonic()
+        self._cv.notify_all()
+        return added, replaced, deleted
 
-    def _drop_writer(self) -> None:
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            with contextlib.suppress(Exception):
-                self._writer_searcher.close()
-            with contextlib.suppress(Exception):
-                writer.cancel()
-            self._remove_scratch()
-        self._pending.clear()
-        self._pending_since = None
-
-    def _commit_pending_locked(self) -> None:
-        """Commit the batches logged since the last commit, then empty the log (call with the write lock)."""
-        writer = self._writer
-        if writer is None:
-            self._dirty = False
-            return
+    def _apply_loop(self) -> None:
+        """The applier: take every queued batch (sealing the log file that holds them), write them with one
+        Whoosh writer outside the lock (appends go on meanwhile), commit, drop the sealed file. A cycle starts
+        when a read waits for it, ``commit_docs`` operations are queued, the oldest batch has waited
+        ``commit_seconds``, or the index is closing."""
         assert self._wal is not None
-        self._writer = None
-        with contextlib.suppress(Exception):
-            self._writer_searcher.close()
-        self._pending.clear()
-        self._pending_since = None
-        try:
-            self._commit_writer(writer)
-        except BaseException:
-            self._replay_needed = True
-            raise
-        self._wal.reset()
-        self._dirty = False  # cleared only now: a read arriving during the commit waits for it
+        while True:
+            with self._cv:
+                while True:
+                    closing = self._closing.is_set()
+                    if self._queue and (
+                        closing
+                        or self._refresh_wanted
+                        or self._queued_ops >= self._commit_docs
+                        or time.monotonic() - (self._oldest or 0.0) >= self._commit_seconds
+                    ):
+                        break
+                    if closing:
+                        return
+                    self._cv.wait(timeout=min(0.25, self._commit_seconds / 4))
+                taken = list(self._queue)
+                self._queue.clear()
+                self._queued_ops = 0
+                self._oldest = None
+                self._refresh_wanted = False
+                sealed = self._wal.rotate()
+            try:
+                self._write_batches([(urls, docs) for _, urls, docs in taken])
+            except Exception as exc:
+                logger.exception("commit of %d logged batch(es) failed; replaying the log", len(taken))
+                with self._cv:
+                    self._apply_error = exc
+                    self._cv.notify_all()
+                if not self._recover_loop():
+                    return
+                continue
+            with self._cv:
+                self._wal.drop(sealed)
+                self._done_through(taken[-1][0])
 
-    def _replay_locked(self) -> None:
-        """Apply every batch of the write-ahead log (after a crash, or a failed commit) in one commit, then
+    def _done_through(self, last: int) -> None:
+        """Every batch up to ``last`` is committed (call with the lock): wake the readers waiting for it."""
+        self._committed = max(self._committed, last)
+        for url in [u for u, (_, n) in self._pending.items() if n <= last]:
+            del self._pending[url]
+        self._apply_error = None
+        self._cv.notify_all()
+
+    def _recover_loop(self) -> bool:
+        """After a failed commit: replay the whole log (it holds every batch not committed) until it works or
+        the index closes; False when closing gave up."""
+        assert self._wal is not None
+        delay = 0.1
+        while True:
+            try:
+                with self._cv:
+                    self._queue.clear()  # the log holds them all
+                    self._queued_ops = 0
+                    self._oldest = None
+                    last = self._logged
+                    self._wal.rotate()
+                self._replay()
+                with self._cv:
+                    self._done_through(last)
+                return True
+            except Exception as exc:
+                logger.exception("replaying the write-ahead log failed; retrying in %.1f s", delay)
+                with self._cv:
+                    self._apply_error = exc
+                    self._cv.notify_all()
+                if self._closing.wait(delay):
+                    return False
+                delay = min(delay * 2, 5.0)
+
+    def _write_batches(self, batches: Sequence[tuple[Iterable[str], Mapping[str, dict[str, Any]]]]) -> None:
+        """Write batches in order with one Whoosh writer, committing first whenever a batch touches a URL the
+        open writer already wrote (it cannot replace a document it has not committed); commit at the end."""
+        writer: Any = None
+        searcher: Any = None
+        written: set[str] = set()
+        try:
+            for urls, docs in batches:
+                urls = list(urls)
+                if writer is not None and any(u in written for u in urls):
+                    searcher.close()
+                    searcher = None
+                    self._commit_writer(writer)
+                    writer = None
+                if writer is None:
+                    writer = self._new_writer()
+                    searcher = writer.searcher()
+                    written = set()
+                self._write(writer, searcher, urls, docs)
+                written.update(urls)
+            if writer is not None:
+                searcher.close()
+                searcher = None
+                self._commit_writer(writer)
+                writer = None
+        finally:
+            if searcher is not None:
+                with contextlib.suppress(Exception):
+                    searcher.close()
+            if writer is not None:
+                with contextlib.suppress(Exception):
+                    writer.cancel()
+                self._remove_scratch()
+
+    def _replay(self) -> None:
+        """Apply every batch of the write-ahead log (at open, or after a failed commit) in one commit, then
         empty the log. Replaying is idempotent: batches already committed are applied again unchanged."""
         assert self._wal is not None
-        self._drop_writer()
         batches = self._wal.replay()
         final: dict[str, dict[str, Any] | None] = {}  # URL -> document, or None for a delete; last wins
         for batch in batches:
@@ -737,43 +815,24 @@ class TopicIndex:
                     final.pop(entry[1], None)
                     final[entry[1]] = None
         if final:
-            writer = self._new_writer()
-            try:
-                with writer.searcher() as s:
-                    self._write(writer, s, final, {u: d for u, d in final.items() if d is not None})
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    writer.cancel()
-                self._remove_scratch()
-                raise
-            self._commit_writer(writer)
+            self._write_batches([(list(final), {u: d for u, d in final.items() if d is not None})])
             logger.info("replayed %d batch(es), %d URL(s) from the write-ahead log", len(batches), len(final))
-        if self._wal.size:
+        with self._cv:
             self._wal.reset()
-        self._replay_needed = False
 
     def _refresh(self) -> None:
-        """Commit what is logged but not yet committed, so a read sees every acknowledged batch."""
-        if self._wal is not None and (self._dirty or self._replay_needed):
-            with self._write_lock:
+        """Wait until every batch logged before this call is committed: a read sees every acknowledged one."""
+        if self._wal is None or self._committed >= self._logged:
+            return
+        with self._cv:
+            target = self._logged
+            self._refresh_wanted = True
+            self._cv.notify_all()
+            while self._committed < target:
                 self._check_open()
-                if self._replay_needed:
-                    self._replay_locked()
-                self._commit_pending_locked()
-
-    def _commit_loop(self) -> None:
-        """Commit logged batches once the oldest has waited ``commit_seconds`` (until the index closes)."""
-        while not self._closing.wait(min(0.25, self._commit_seconds / 4)):
-            since = self._pending_since
-            if since is None or time.monotonic() - since < self._commit_seconds:
-                continue
-            try:
-                with self._write_lock:
-                    if self._closed:
-                        return
-                    self._commit_pending_locked()
-            except Exception:
-                logger.exception("background commit failed; the write-ahead log keeps the batches")
+                if self._apply_error is not None and self._closing.is_set():
+                    raise RuntimeError(f"the index could not commit: {self._apply_error}")
+                self._cv.wait(timeout=0.5)
 
     def delete_urls(self, urls: Iterable[str]) -> int:
         """Delete documents by URL (canonicalised); returns how many existed. Raises InvalidURL."""

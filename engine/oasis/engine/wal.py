@@ -76,7 +76,9 @@ def read_log(path: Path) -> Replay:
 
 
 class WriteAheadLog:
-    """The append-only log of one index directory (one writer: the index's write lock)."""
+    """The log of one index directory: the current file ``oasis-wal.log``, which batches are appended to,
+    and sealed files ``oasis-wal.log.N`` (batches being committed). One appender at a time (the index's
+    lock)."""
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / WAL_FILE
@@ -86,25 +88,57 @@ class WriteAheadLog:
             fsync_directory(self.path.parent)
         self.size = os.fstat(self._fd).st_size
 
+    def sealed(self) -> list[Path]:
+        """The sealed files, oldest first."""
+        found = []
+        for p in self.path.parent.glob(f"{WAL_FILE}.*"):
+            suffix = p.name[len(WAL_FILE) + 1 :]
+            if suffix.isdigit():
+                found.append((int(suffix), p))
+        return [p for _, p in sorted(found)]
+
+    def rotate(self) -> Path | None:
+        """Seal the current file (None when it is empty) and start a new one: the batches appended so far
+        are in the sealed file, which :meth:`drop` deletes once they are committed."""
+        if self.size == 0:
+            return None
+        numbers = [int(p.name[len(WAL_FILE) + 1 :]) for p in self.sealed()]
+        target = self.path.with_name(f"{WAL_FILE}.{max(numbers, default=0) + 1}")
+        os.close(self._fd)
+        os.rename(self.path, target)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fsync_directory(self.path.parent)
+        self.size = 0
+        return target
+
+    def drop(self, sealed: Path | None) -> None:
+        if sealed is not None:
+            sealed.unlink(missing_ok=True)
+            fsync_directory(self.path.parent)
+
     def replay(self) -> list[list[Any]]:
-        """The batches to apply again after a restart; a damaged log is copied aside (and reported)."""
-        result = read_log(self.path)
-        if result.problem:
-            level = logging.ERROR if result.corrupt else logging.WARNING
-            kept = ""
-            if result.corrupt:
-                aside = self.path.with_name(f"{WAL_FILE}.corrupt-{int(time.time())}")
-                shutil.copyfile(self.path, aside)
-                kept = f"; the whole log is kept in {aside.name}"
-            logger.log(
-                level,
-                "write-ahead log %s: %s; replaying the %d good batch(es) before it%s",
-                self.path,
-                result.problem,
-                len(result.batches),
-                kept,
-            )
-        return result.batches
+        """The batches to apply again after a restart, from the sealed files and the current one, in order;
+        a damaged file is copied aside (and reported)."""
+        batches: list[list[Any]] = []
+        for path in [*self.sealed(), self.path]:
+            result = read_log(path)
+            batches.extend(result.batches)
+            if result.problem:
+                level = logging.ERROR if result.corrupt else logging.WARNING
+                kept = ""
+                if result.corrupt:
+                    aside = path.with_name(f"{WAL_FILE}.corrupt-{int(time.time())}")
+                    shutil.copyfile(path, aside)
+                    kept = f"; the whole file is kept in {aside.name}"
+                logger.log(
+                    level,
+                    "write-ahead log %s: %s; replaying the %d good batch(es) before it%s",
+                    path,
+                    result.problem,
+                    len(result.batches),
+                    kept,
+                )
+        return batches
 
     def append(self, batch: list[Any]) -> None:
         """Append one batch and fsync: durable on return. On failure the log is cut back to its length
@@ -124,9 +158,12 @@ class WriteAheadLog:
         self.size += len(record)
 
     def reset(self) -> None:
-        """Empty the log (everything in it is in a durable Whoosh commit)."""
+        """Empty the log: sealed files deleted, the current one truncated (all of it is committed)."""
+        for p in self.sealed():
+            p.unlink(missing_ok=True)
         os.ftruncate(self._fd, 0)
         os.fsync(self._fd)
+        fsync_directory(self.path.parent)
         self.size = 0
 
     def close(self) -> None:
