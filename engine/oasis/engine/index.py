@@ -830,7 +830,7 @@ class TopicIndex:
             self._cv.notify_all()
             while self._committed < target:
                 self._check_open()
-                if self._apply_error is not None and self._closing.is_set():
+                if self._apply_error is not None:  # the applier is replaying the log: fail, never hang
                     raise RuntimeError(f"the index could not commit: {self._apply_error}")
                 self._cv.wait(timeout=0.5)
 
