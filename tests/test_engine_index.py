@@ -242,6 +242,7 @@ def test_leftovers_of_a_dead_writer_are_cleared(tmp_path: Path) -> None:
     ix = TopicIndex.open(d, TOPIC)
     assert not (d / f"{TMP_PREFIX}99999").exists()
     assert ix.apply([up(2, "http://a.org/2", "orbit")]).added == 1
+    assert ix.stats().documents == 2  # a read commits the logged batch
     assert not any(p.name.startswith(TMP_PREFIX) for p in d.iterdir())  # scratch removed after commits
     ix.close()
 

@@ -141,7 +141,8 @@ def test_every_service_counts_the_traffic_it_served(cluster: dict[str, Any]) -> 
         assert total(m, "oasis_engine_documents", engine=topic) == docs
         assert total(m, "oasis_engine_index_operations_total", op="added") == docs  # a fresh index
         assert total(m, "oasis_engine_commits_total", engine=topic) >= 1
-        assert total(m, "oasis_engine_index_batches_total") == total(m, "oasis_engine_commits_total")
+        # a fresh index: its Whoosh commits group acknowledged batches (write-ahead log), never more commits
+        assert total(m, "oasis_engine_commits_total") <= total(m, "oasis_engine_index_batches_total")
         index_calls = total(m, "oasis_rpc_server_handled_total", method="Index", code="OK")
         assert index_calls >= 1
         assert total(m, "oasis_rpc_server_handled_total", method="Score", code="OK") >= 1  # the robot's

@@ -487,6 +487,7 @@ def _build_index(index_dir: Path, batches: int = 3, per_batch: int = 50) -> dict
                     )
                 )
             index.apply(ops)
+            index.stats()  # a read commits the logged batch: one commit (segment) per batch
     finally:
         index.close()
     return docs

@@ -9,11 +9,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from whoosh.analysis import StemmingAnalyzer
+from whoosh.formats import Positions
 
 from oasis.directory.analysis import analyse
 from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.topic import Topic
-from oasis.runtime.text import distinct_terms, make_analyzer, tokenize
+from oasis.runtime.text import FusedPositions, distinct_terms, make_analyzer, tokenize
 
 # Capitals, stop words, plurals and -ing forms, possessives, hyphens, digits, accents, CJK, punctuation runs
 TRICKY = (
@@ -70,6 +71,19 @@ def test_fused_analyser_equals_the_whoosh_chain(
     assert [t.text for t in make_analyzer()(text, tokenize=False)] == [
         t.text for t in StemmingAnalyzer()(text, tokenize=False)
     ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list(TRICKY + "İIı.._ \n\t-'’0123456789")), max_size=300))
+def test_fused_positions_equal_whoosh_positions(text: str) -> None:
+    """What the index stores per term (frequency, weight, encoded positions) is Whoosh's own, for a plain
+    and a boosted field, over the fused analyser and over Whoosh's chain."""
+    for boost in (1.0, 2.0):
+        fused, plain = FusedPositions(field_boost=boost), Positions(field_boost=boost)
+        expected = list(plain.word_values(text, StemmingAnalyzer(), mode="index"))
+        assert list(fused.word_values(text, make_analyzer(), mode="index")) == expected
+        assert list(plain.word_values(text, make_analyzer(), mode="index")) == expected
+        assert list(fused.word_values(text, StemmingAnalyzer(), mode="index")) == expected
 
 
 def test_tokenize_equals_the_whoosh_chain_on_real_text() -> None:

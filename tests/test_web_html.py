@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oasis.runtime.html import decode_html, parse_html
+from oasis.runtime.html import collapse_whitespace, decode_html, parse_html
 from oasis.runtime.urls import canonicalize
 
 BASE = "http://Example.COM:80/docs/page.html"
@@ -215,3 +216,11 @@ def test_fuzz_never_raises_and_links_are_canonical(markup: str, as_bytes: bool, 
 def test_fuzz_binary_never_raises(raw: bytes) -> None:
     page = parse_html(raw, "https://fuzz.example/", max_bytes=1024)
     assert all(urlsplit(link.url).scheme in ("http", "https") for link in page.links)
+
+
+def test_collapse_whitespace_is_the_regex_definition_for_every_unicode_space() -> None:
+    spaces = [chr(i) for i in range(0x110000) if chr(i).isspace()]
+    text = "  a" + "".join(f"{s}b{s}{s}" for s in spaces) + "c\u200b\xa0 \n"
+    assert collapse_whitespace(text) == re.sub(r"\s+", " ", text).strip()
+    for s in spaces:
+        assert collapse_whitespace(f"{s}x{s}{s}y{s}") == "x y"

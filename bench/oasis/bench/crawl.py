@@ -8,7 +8,8 @@ Rows (each crawls breadth-first-ish from the corpus seed until ``--pages`` pages
 * robot-null: our robot with politeness off, scoring and indexing replaced by a no-op in-process engine
   (the runtime's own cost: fetchers, fetcher controller, processor, request controller);
 * robot: our robot with politeness off and a real engine (``python -m oasis.engine``) over gRPC: every page
-  parsed, scored (Score RPC) and indexed in acknowledged batches;
+  parsed, scored (Score RPC) and indexed in acknowledged batches (durable: in the engine's write-ahead log);
+  the time ends when a read (Stats) has seen them all, so the engine's last Whoosh commit is counted;
 * scrapy: Scrapy (installed only into a separate venv under ``~/.cache/oasis-bench``, never a project
   dependency) with the same concurrency, link extraction by its own selectors, no scoring or indexing;
 * whoosh: raw Whoosh indexing of the pages the requests loop fetched (already parsed; Whoosh's own
@@ -180,12 +181,15 @@ def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: s
         name="bench", politeness=False, max_in_flight=concurrency, max_pages=pages,
         allowed_hosts=frozenset({host}), checkpoint_interval=10**9,
     )  # fmt: skip
-    engine: EngineLike = connect_engine(engine_address) if engine_address else _NullEngine()
+    client = connect_engine(engine_address) if engine_address else None
+    engine: EngineLike = client if client is not None else _NullEngine()
     crawler = Crawler(config, make_controller("bfs", rng=random.Random(0)), engine)
     try:
         crawler.add_seeds([seed])
         start = time.perf_counter()
         status = crawler.run(timeout=600)
+        if client is not None:  # every page searchable, not only durable: the engine commits for a read
+            client.document_count(timeout=60)
         seconds = time.perf_counter() - start
     finally:
         crawler.close()

@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=256, help="commit after this many buffered operations")
     p.add_argument("--limitmb", type=int, default=256, help="Whoosh writer memory limit per commit (MB)")
     p.add_argument(
+        "--commit-seconds",
+        type=float,
+        default=EngineConfig.commit_seconds,
+        help="commit batches held only in the write-ahead log at least this often (reads commit at once)",
+    )
+    p.add_argument(
         "--summary-terms",
         type=int,
         default=EngineConfig.summary_terms,
@@ -74,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             heartbeat_seconds=args.heartbeat_seconds,
             batch_size=args.batch_size,
             limitmb=args.limitmb,
+            commit_seconds=args.commit_seconds,
             summary_terms=args.summary_terms,
             allowed_hosts=parse_allowed_hosts(args.allowed_hosts),
         )
@@ -90,7 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         index = TopicIndex.open(
-            config.index_dir, config.topic, limitmb=config.limitmb, limits=config.limits, recover=args.recover
+            config.index_dir,
+            config.topic,
+            limitmb=config.limitmb,
+            limits=config.limits,
+            recover=args.recover,
+            commit_seconds=config.commit_seconds,
         )
     except (IndexBusy, IndexDamaged, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

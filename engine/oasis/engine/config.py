@@ -27,6 +27,7 @@ class EngineConfig:
     rpc_timeout_seconds: float = 2.0
     batch_size: int = 256
     limitmb: int = 256
+    commit_seconds: float = 1.0  # batches wait in the write-ahead log at most this long for a Whoosh commit
     allowed_hosts: frozenset[str] = frozenset()
     limits: IndexLimits = field(default_factory=IndexLimits)
     # large enough for a topic engine's whole vocabulary in practice (docs/directory-broker.md measured
@@ -44,6 +45,8 @@ class EngineConfig:
             raise ValueError(f"rpc_timeout_seconds must be > 0, got {self.rpc_timeout_seconds}")
         if not 1 <= self.batch_size <= 100_000:
             raise ValueError(f"batch_size must be in [1, 100000], got {self.batch_size}")
+        if not 0 < self.commit_seconds <= 3600:
+            raise ValueError(f"commit_seconds must be in (0, 3600], got {self.commit_seconds}")
         if not 16 <= self.limitmb <= 8192:
             raise ValueError(f"limitmb must be in [16, 8192], got {self.limitmb}")
         if not 0 <= self.summary_terms <= 100_000:

