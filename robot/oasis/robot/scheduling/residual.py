@@ -27,6 +27,7 @@ web's own fetches soon outweigh it.
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 from typing import Any
@@ -39,12 +40,20 @@ from oasis.robot.scheduling.equations import (
     running_mean,
     state_correction,
 )
-from oasis.robot.scheduling.frontier import Frontier
+from oasis.robot.scheduling.frontier import Frontier, HostReady
 from oasis.robot.scheduling.qtable import QTable
 from oasis.robot.scheduling.state import SEED_STATE, DiscoveryContext, GeneralisingState, make_state_extractor
 
 SEED_KEY = float("inf")  # seeds first, as in every best-first baseline
 TIE_WEIGHT = 1e-7  # the shared tie-break weight (controller.TIE_WEIGHT; a test checks they agree)
+GRID = 1.5 * 2.0**12  # adding and subtracting it rounds a float to the grid 2^-40 (for |x| < 2^11)
+
+
+def on_grid(x: float) -> float:
+    """``x`` rounded to the grid 2^-40 (~1e-12). Keys are sums of two such values below 2^12 in magnitude, so
+    every sum is exact: c(x) + (estimate + tie-break) is one float in any order of addition, and the order of
+    a state's documents is the same for every c(x) (what :class:`ResidualFringe` relies on)."""
+    return (x + GRID) - GRID
 
 
 FIT = ("fit:1", "fit:2", "fit:3")  # the pooled sums: [n, Sp, Sa], [Sy, Spp, Saa], [Spa, Spy, Say]
@@ -115,7 +124,6 @@ class ResidualIndex:
         self.states: list[str | None] = table.list_column()
         self.base = table.column("d")  # b_i: the best parent + anchor relevance among the links to i
         self.anchor = table.column("d")  # the anchor part of that link (pr_i = b_i - ar_i)
-        self.members: dict[str, set[int]] = {}  # state -> its fringe documents (re-keyed when c(x) moves)
         self.fit = Calibration(0.0, 1.0, 1.0)
         self._next_fit = 0.0
         self.refit()
@@ -153,13 +161,25 @@ class ResidualIndex:
         table = self._table
         return self.extract(DiscoveryContext(url, parent_url, pr, ar, depth, table.hosts[table.host_id[doc]]))
 
-    def key(self, doc: int) -> float:
-        """The queue key of a fringe document: Q_i(1) = a + wp pr_i + wa ar_i + c(x), plus the tie-break."""
+    def state_key(self, state: str) -> float:
+        """The on-grid c(x) a state adds to its documents' keys (0 for the seeds)."""
+        return 0.0 if state == SEED_STATE else on_grid(self.correction(state))
+
+    def inner(self, doc: int) -> float:
+        """The within-state part of the key: ``on_grid(a + wp pr_i + wa ar_i + TIE_WEIGHT b_i)``."""
         state = self.states[doc]
         if state == SEED_STATE:
             return SEED_KEY
         b = self.base[doc]
-        return self.value(doc) + TIE_WEIGHT * b
+        ar = self.anchor[doc]
+        return on_grid(self.fit.estimate(b - ar, ar) + TIE_WEIGHT * b)
+
+    def key(self, doc: int) -> float:
+        """The queue key of a fringe document: Q_i(1) = a + wp pr_i + wa ar_i + c(x) plus the tie-break,
+        on the grid of :func:`on_grid` (``state_key + inner``, an exact sum)."""
+        state = self.states[doc]
+        assert state is not None
+        return self.state_key(state) + self.inner(doc)
 
     def value(self, doc: int) -> float:
         """max_u Q_i(u) = Q_i(1) of a fringe document (Eq. 10 child term); a seed is worth 1."""
@@ -216,38 +236,214 @@ class ResidualIndex:
         self.q.save(path)
 
 
+class _StateQueue(Frontier):
+    """The host-aware queue of one state's fringe documents, keyed by ``on_grid(estimate + tie-break)``,
+    whose FIFO tie-break is the fringe's own push number (given, not drawn), so ties compare across states."""
+
+    __slots__ = ()
+
+    def put(self, item: int, priority: float, host: int, seq: int) -> None:
+        """Insert ``item`` (not queued) with push number ``seq``."""
+        self._live[item] = (priority, seq)
+        self._host_of[item] = host
+        heap = self._host_heaps.get(host)
+        if heap is None:
+            heap = self._host_heaps[host] = []
+        entry = (-priority, seq, item)
+        heapq.heappush(heap, entry)
+        if heap[0] is entry:
+            self._announce(host, -priority, seq)
+        self._maybe_compact()
+
+    def top(self) -> tuple[float, int, int] | None:
+        """``(-priority, seq, item)`` of the best item regardless of host readiness."""
+        best = self.peek()
+        if best is None:
+            return None
+        item = best[0]
+        return -best[1], self._live[item][1], item
+
+    def best_ready(self, host_ready: HostReady) -> tuple[float, int, int] | None:
+        """``(-priority, seq, item)`` of the best item whose host is ready, without removing it (the hosts
+        are looked at in :meth:`Frontier.pop`'s order)."""
+        hosts, held = self._hosts, []
+        try:
+            while hosts:
+                neg, seq, host = heapq.heappop(hosts)
+                if self._host_top.get(host) != seq:
+                    continue  # stale host entry
+                heap = self._host_heaps[host]
+                self._clean_top(heap)
+                if not heap:
+                    del self._host_top[host]
+                    del self._host_heaps[host]
+                    continue
+                top = heap[0]
+                if top[1] != seq:
+                    self._host_top[host] = top[1]
+                    heapq.heappush(hosts, (top[0], top[1], host))
+                    continue
+                held.append((neg, seq, host))
+                if host_ready(host):
+                    return top
+            return None
+        finally:
+            for entry in held:
+                heapq.heappush(hosts, entry)
+
+
 class ResidualFringe:
-    """The fringe of the residual index: one host-aware :class:`Frontier` of documents keyed by b_i + c(x);
-    when a state's correction moves, its fringe documents are re-keyed."""
+    """The fringe of the residual index, ordered by (key_i = c(x) + inner_i, then FIFO by push number).
+
+    Within a state the order of its documents, inner_i = ``on_grid(estimate(pr_i, ar_i) + TIE_WEIGHT b_i)``
+    then FIFO, does not depend on c(x) (exact: :func:`on_grid`). So each state keeps one host-aware
+    :class:`_StateQueue`, and a heap over states holds ``c(x) + inner`` of each state's best document: a new
+    c(x) re-keys one heap entry (O(log S)) instead of every document of the state; a pop takes the best
+    state's best document and re-announces the state. With ``host_ready`` (politeness) it is branch and
+    bound: states in the order of their best document over all hosts (an upper bound), each one's best
+    ready document, until the next bound cannot beat the best found -- the document the one global
+    :class:`Frontier` over every key would pop. A re-fit (the pooled calibration moves when the sample count
+    doubles) changes every inner_i: the per-state queues are rebuilt, O(n) per doubling. Stale state-heap
+    entries are compacted when they outnumber the live ones; the per-state queues compact themselves."""
 
     def __init__(self, index: ResidualIndex, table: Any) -> None:
         self.index = index
         self._table = table
-        self.frontier = Frontier()
+        self.queues: dict[str, _StateQueue] = {}
+        self.corr: dict[str, float] = {}  # on-grid c(x) of each state with queued documents
+        self._states: list[tuple[float, int, str]] = []  # (-(c(x) + best inner), its push number, state)
+        self._entry: dict[str, tuple[float, int]] = {}  # state -> its valid entry in _states
+        self._seq = 0
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _announce(self, state: str) -> None:
+        queue = self.queues[state]
+        top = queue.top()
+        if top is None:
+            del self.queues[state]
+            del self.corr[state]
+            self._entry.pop(state, None)
+            return
+        entry = (-(self.corr[state] - top[0]), top[1])
+        if self._entry.get(state) == entry:
+            return
+        self._entry[state] = entry
+        heapq.heappush(self._states, (entry[0], entry[1], state))
+        if len(self._states) > 2 * len(self._entry) + 64:
+            self._states = [(neg, seq, s) for s, (neg, seq) in self._entry.items()]
+            heapq.heapify(self._states)
 
     def push(self, doc: int) -> None:
         idx = self.index
         state = idx.states[doc]
         assert state is not None
-        idx.members.setdefault(state, set()).add(doc)
-        self.frontier.push(doc, idx.key(doc), self._table.host_id[doc])
+        inner, host = idx.inner(doc), self._table.host_id[doc]
+        queue = self.queues.get(state)
+        if queue is None:
+            queue = self.queues[state] = _StateQueue()
+            self.corr[state] = idx.state_key(state)
+        elif doc in queue:
+            if queue.priority(doc) == inner and queue.host(doc) == host:
+                return
+            queue.remove(doc)
+            self._n -= 1
+        self._seq += 1
+        queue.put(doc, inner, host, self._seq)
+        self._n += 1
+        self._announce(state)
 
     def remove(self, doc: int) -> None:
         state = self.index.states[doc]
-        if state is not None:
-            group = self.index.members.get(state)
-            if group is not None:
-                group.discard(doc)
-        self.frontier.remove(doc)
+        queue = self.queues.get(state) if state is not None else None
+        if queue is not None and queue.remove(doc):
+            self._n -= 1
+            self._announce(state)  # type: ignore[arg-type]
 
     def rekey(self, state: str) -> None:
-        idx, frontier, host = self.index, self.frontier, self._table.host_id
-        for doc in idx.members.get(state, ()):
-            frontier.push(doc, idx.key(doc), host[doc])
+        """c(x) of ``state`` moved: one state-heap entry."""
+        if state in self.queues:
+            self.corr[state] = self.index.state_key(state)
+            self._announce(state)
+
+    def rebuild(self) -> None:
+        """The calibration moved (a re-fit or a new table): every inner_i and c(x) anew, push numbers kept."""
+        idx = self.index
+        inner = idx.inner
+        for state, old in self.queues.items():
+            queue = _StateQueue()
+            queue._live = {doc: (inner(doc), seq) for doc, (_p, seq) in old._live.items()}
+            queue._host_of = old._host_of
+            queue.compact()
+            self.queues[state] = queue
+            self.corr[state] = idx.state_key(state)
+        self._states, self._entry = [], {}
+        for state in list(self.queues):
+            self._announce(state)
+
+    def _best(self) -> tuple[float, int, str] | None:
+        states, entry = self._states, self._entry
+        while states:
+            neg, seq, state = states[0]
+            if entry.get(state) == (neg, seq):
+                return states[0]
+            heapq.heappop(states)
+        return None
+
+    def peek(self) -> float | None:
+        """The best key over every host (None if the fringe is empty)."""
+        best = self._best()
+        return None if best is None else -best[0]
+
+    def pop(self, host_ready: HostReady | None) -> int | None:
+        """Remove and return the best document whose host is ready (None if there is none)."""
+        if host_ready is None:
+            best = self._best()
+            if best is None:
+                return None
+            state = best[2]
+            doc = self.queues[state].pop()
+            assert doc is not None
+        else:
+            found: tuple[float, int, str, int] | None = None
+            states, entry, held = self._states, self._entry, []
+            while states:
+                neg, seq, state = states[0]
+                if entry.get(state) != (neg, seq):
+                    heapq.heappop(states)
+                    continue
+                if found is not None and (neg, seq) >= (found[0], found[1]):
+                    break  # no document of this state (nor of any later one) beats the best ready one
+                held.append(heapq.heappop(states))
+                top = self.queues[state].best_ready(host_ready)
+                if top is not None:
+                    cand = (-(self.corr[state] - top[0]), top[1], state, top[2])
+                    if found is None or cand < found:
+                        found = cand
+            for item in held:
+                heapq.heappush(states, item)
+            if found is None:
+                return None
+            state, doc = found[2], found[3]
+            self.queues[state].remove(doc)
+        self._n -= 1
+        self._announce(state)
+        return doc
+
+    def ordered(self) -> list[int]:
+        """Queued documents in the order ``pop`` returns them with every host ready (O(n log n))."""
+        keyed = [
+            (-(self.corr[state] + p), seq, doc)
+            for state, queue in self.queues.items()
+            for doc, (p, seq) in queue._live.items()
+        ]
+        return [doc for _neg, _seq, doc in sorted(keyed)]
 
     def fringe_order(self) -> list[int]:
         status = self._table.status
-        return self.frontier.ordered() + [d for d, s in enumerate(status) if s == FLIGHT]
+        return self.ordered() + [d for d, s in enumerate(status) if s == FLIGHT]
 
     def is_fringe(self, doc: int) -> bool:
         return self._table.status[doc] == FRINGE
@@ -265,11 +461,11 @@ _CLASS: type | None = None
 
 
 def _make_class() -> type:
-    from oasis.robot.scheduling.controller import HostReady, _Controller
+    from oasis.robot.scheduling.controller import _Controller
 
     class ResidualWhittleController(_Controller):
         """The Whittle controller with the residual index (``ControllerConfig.index == "residual"``): every
-        fringe document keyed by b_i + c(x) in one host-aware queue (module docstring)."""
+        fringe document keyed by its estimate + c(x) (module docstring), in a :class:`ResidualFringe`."""
 
         name = "whittle"
 
@@ -300,12 +496,7 @@ def _make_class() -> type:
             self.fringe.remove(doc)
 
         def _pop_fringe(self, host_ready: HostReady | None) -> int | None:
-            doc = self.fringe.frontier.pop(host_ready)
-            if doc is not None:
-                state = self.index.states[doc]
-                if state is not None:
-                    self.index.members[state].discard(doc)
-            return doc
+            return self.fringe.pop(host_ready)
 
         def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
             # as greedy-anchor: a better link raises b_i; the state is re-derived from that link
@@ -329,19 +520,18 @@ def _make_class() -> type:
                 return
             state = self.index.states[doc]
             if self.index.learn(doc, g, children, 0.0):
-                for each in list(self.index.members):
-                    self.fringe.rekey(each)
+                self.fringe.rebuild()
             elif state is not None:
                 self.fringe.rekey(state)
 
         def _fringe_value(self) -> float:
             """b_i + c(x) = Q_i(1) = v_i / (1 - gamma) of the best fringe document (relevance per fetch, the
             re-crawl index's unit), floored by recent first-retrieval rewards (as every policy)."""
-            top = self.fringe.frontier.peek()
-            return max(top[1] if top is not None else 0.0, super()._fringe_value())
+            top = self.fringe.peek()
+            return max(top if top is not None else 0.0, super()._fringe_value())
 
         def frontier_size(self) -> int:
-            return len(self.fringe.frontier)
+            return len(self.fringe)
 
         def _fringe_order(self) -> list[int]:
             return self.fringe.fringe_order()
@@ -370,7 +560,6 @@ def _make_class() -> type:
 
         def load_q(self, path: str | os.PathLike[str]) -> None:
             self.index.use(QTable.load(path))
-            for state in list(self.index.members):
-                self.fringe.rekey(state)
+            self.fringe.rebuild()
 
     return ResidualWhittleController
