@@ -25,9 +25,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, make_controller
+from oasis.robot.scheduling import SHIPPED, ControllerConfig, Discovered, FetchOutcome, make_controller
 
-POLICIES = ("whittle:generalising", "whittle:parent", "whittle:hybrid", "greedy-parent", "bfs")
+POLICIES = ("whittle", "whittle:generalising", "whittle:parent", "whittle:hybrid", "greedy-parent", "bfs")
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -45,6 +45,8 @@ def _url(i: int) -> str:
 
 
 def _controller(policy: str) -> Any:
+    if policy == "whittle":  # the shipped robot: the residual index (SHIPPED)
+        return make_controller("whittle", rng=random.Random(1), config=SHIPPED)
     state = policy.split(":", 1)[1] if ":" in policy else "generalising"
     name = "whittle" if policy.startswith("whittle") else policy
     return make_controller(name, rng=random.Random(1), config=ControllerConfig(state=state))

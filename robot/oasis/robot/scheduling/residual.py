@@ -332,6 +332,10 @@ class ResidualFringe:
             return
         self._entry[state] = entry
         heapq.heappush(self._states, (entry[0], entry[1], state))
+        self._bound()
+
+    def _bound(self) -> None:
+        """Drop the stale state-heap entries once they outnumber the live ones (+64)."""
         if len(self._states) > 2 * len(self._entry) + 64:
             self._states = [(neg, seq, s) for s, (neg, seq) in self._entry.items()]
             heapq.heapify(self._states)
@@ -342,24 +346,33 @@ class ResidualFringe:
         assert state is not None
         inner, host = idx.inner(doc), self._table.host_id[doc]
         queue = self.queues.get(state)
+        if queue is not None and doc in queue:
+            if queue.priority(doc) == inner and queue.host(doc) == host:
+                return
+            self.remove(doc)
+            queue = self.queues.get(state)
         if queue is None:
             queue = self.queues[state] = _StateQueue()
             self.corr[state] = idx.state_key(state)
-        elif doc in queue:
-            if queue.priority(doc) == inner and queue.host(doc) == host:
-                return
-            queue.remove(doc)
-            self._n -= 1
-        self._seq += 1
-        queue.put(doc, inner, host, self._seq)
+        self._seq = seq = self._seq + 1
+        queue.put(doc, inner, host, seq)
         self._n += 1
-        self._announce(state)
+        neg, cur = -(self.corr[state] + inner), self._entry.get(state)
+        if cur is None or neg < cur[0]:  # the state's new best (a later push loses every tie)
+            self._entry[state] = (neg, seq)
+            heapq.heappush(self._states, (neg, seq, state))
+            self._bound()
 
     def remove(self, doc: int) -> None:
         state = self.index.states[doc]
         queue = self.queues.get(state) if state is not None else None
-        if queue is not None and queue.remove(doc):
-            self._n -= 1
+        if queue is None or doc not in queue:
+            return
+        seq = queue._live[doc][1]
+        queue.remove(doc)
+        self._n -= 1
+        cur = self._entry.get(state)  # type: ignore[arg-type]
+        if cur is None or cur[1] == seq:  # it was the state's best
             self._announce(state)  # type: ignore[arg-type]
 
     def rekey(self, state: str) -> None:
