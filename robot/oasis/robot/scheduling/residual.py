@@ -384,10 +384,27 @@ class ResidualFringe:
     def rebuild(self) -> None:
         """The calibration moved (a re-fit or a new table): every inner_i and c(x) anew, push numbers kept."""
         idx = self.index
-        inner = idx.inner
+        base, anchor, fit = idx.base, idx.anchor, idx.fit
+        a, wp, wa = fit.a, fit.wp, fit.wa
         for state, old in self.queues.items():
             queue = _StateQueue()
-            queue._live = {doc: (inner(doc), seq) for doc, (_p, seq) in old._live.items()}
+            if state == SEED_STATE:
+                queue._live = {doc: (SEED_KEY, seq) for doc, (_p, seq) in old._live.items()}
+            else:  # idx.inner(doc), inlined (the same operations in the same order: the same floats)
+                queue._live = {
+                    doc: (
+                        (
+                            a
+                            + wp * (base[doc] - anchor[doc])
+                            + wa * anchor[doc]
+                            + TIE_WEIGHT * base[doc]
+                            + GRID
+                        )
+                        - GRID,
+                        seq,
+                    )
+                    for doc, (_p, seq) in old._live.items()
+                }
             queue._host_of = old._host_of
             queue.compact()
             self.queues[state] = queue
