@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import random
 from array import array
@@ -9,6 +10,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -401,3 +403,27 @@ def test_group_forms_equal_one_ordered_dict_of_heaps(
             want = {h: list(heap) for h, heap in plain.hosts[name].items()}
             assert list(groups.hosts(gid).items()) == list(want.items())
             assert sorted(groups.docs(gid)) == sorted(d for d in fringe if states[d] == name)
+
+
+def test_outcome_types_keep_the_frozen_dataclass_behaviour() -> None:
+    """Discovered and FetchOutcome set their slots directly in __init__ (built per link and per fetch): they
+    still compare, hash, print, default and refuse assignment as the generated frozen dataclass does."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Plain:
+        url: str
+        anchor: str = ""
+        anchor_relevance: float = 0.0
+
+    for args, kw in (((), {"url": "http://a/"}), (("http://a/", "text"), {}), (("http://a/", "t", 0.5), {})):
+        fast, plain = Discovered(*args, **kw), Plain(*args, **kw)  # type: ignore[arg-type]
+        assert dataclasses.astuple(fast) == dataclasses.astuple(plain)
+        assert repr(fast) == "Discovered(" + repr(plain).split("(", 1)[1]
+        assert fast == Discovered(*args, **kw) and hash(fast) == hash(Discovered(*args, **kw))  # type: ignore[arg-type]
+    out = FetchOutcome("http://a/", "new", 0.5)
+    assert out.links == () and out == FetchOutcome(url="http://a/", kind="new", relevance=0.5, links=())
+    assert dataclasses.replace(out, relevance=1.0).relevance == 1.0 and out.relevance == 0.5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.url = "http://b/"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Discovered()  # type: ignore[call-arg]
