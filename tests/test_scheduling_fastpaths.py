@@ -18,7 +18,7 @@ from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, m
 from oasis.robot.scheduling.controller import WhittleController
 from oasis.robot.scheduling.documents import FLIGHT, FRINGE, DocumentTable, host_of
 from oasis.robot.scheduling.equations import q_update, q_update_summed
-from oasis.robot.scheduling.groups import GroupQueue, StateGroups, pop_document
+from oasis.robot.scheduling.groups import DOC_MASK, GroupQueue, StateGroups, entry_key, pop_document
 from oasis.robot.scheduling.learning import WhittleLearning
 from oasis.robot.scheduling.state import STATE_NAMES, DiscoveryContext, GeneralisingState
 
@@ -400,7 +400,7 @@ def test_group_forms_equal_one_ordered_dict_of_heaps(
                 if groups.leave(gid):
                     plain.hosts[state].clear()
         for gid, name in enumerate(groups.state):
-            want = {h: list(heap) for h, heap in plain.hosts[name].items()}
+            want = {h: [entry_key(-t, q, d) for t, q, d in heap] for h, heap in plain.hosts[name].items()}
             assert list(groups.hosts(gid).items()) == list(want.items())
             assert sorted(groups.docs(gid)) == sorted(d for d in fringe if states[d] == name)
 
@@ -427,3 +427,27 @@ def test_outcome_types_keep_the_frozen_dataclass_behaviour() -> None:
         out.url = "http://b/"  # type: ignore[misc]
     with pytest.raises(TypeError):
         Discovered()  # type: ignore[call-arg]
+
+
+ties = st.one_of(
+    st.floats(allow_nan=False),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324, float("inf"), float("-inf"), 1.0 + 2**-52]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.tuples(ties, st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1)), min_size=2, max_size=8)
+)
+def test_entry_key_orders_as_the_tuple(entries: list[tuple[float, int, int]]) -> None:
+    """A host-heap entry (one int) orders as the tuple (-tie, seq, doc) it stands for, and gives its document
+    back; a heap of the ints makes the same moves as a heap of the tuples."""
+    keys = [entry_key(t, q, d) for t, q, d in entries]
+    tuples = [(-t, q, d) for t, q, d in entries]
+    for i, (k1, t1) in enumerate(zip(keys, tuples, strict=True)):
+        for k2, t2 in zip(keys[i + 1 :], tuples[i + 1 :], strict=True):
+            assert (k1 < k2) == (t1 < t2) and (k1 == k2) == (t1 == t2)
+    assert [k & DOC_MASK for k in keys] == [d for _, _, d in entries]
+    heapq.heapify(keys)
+    heapq.heapify(tuples)
+    assert keys == [entry_key(-t, q, d) for t, q, d in tuples]
