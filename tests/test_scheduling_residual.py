@@ -100,7 +100,7 @@ def test_cap_visits_keeps_means_and_scales_the_pooled_sums() -> None:
         }
     )
     capped = cap_visits(q, 10.0).rows()
-    assert capped["g:x"] == [0.1, 0.2, 10.0] and capped["g:y"] == [0.3, 0.4, 2.0]
+    assert capped["g:x"] == (0.1, 0.2, 10.0) and capped["g:y"] == (0.3, 0.4, 2.0)
     assert capped[FIT[0]] == pytest.approx([10.0, 2.0, 1.0]) and capped[FIT[1]] == pytest.approx(
         [0.5, 1, 1.5]
     )

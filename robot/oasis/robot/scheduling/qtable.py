@@ -61,6 +61,11 @@ class QTable:
         else:
             self._q[state] = (float(value), a, visits)
 
+    def put(self, state: str, row: tuple[float, float, float]) -> None:
+        """Replace a state's whole row (for learners that keep their own statistics in the table's three
+        numbers, e.g. ``scheduling.residual``)."""
+        self._q[state] = (float(row[0]), float(row[1]), float(row[2]))
+
     def rows(self) -> dict[str, tuple[float, float, float]]:
         """The live table, ``state -> (Q(x,0), Q(x,1), visits)``, for reads on the controller's hot path (a
         missing state reads as ``q_init``). Change it only through this class's methods."""
