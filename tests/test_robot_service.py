@@ -27,7 +27,7 @@ def build_web(web: LocalWeb) -> None:
     web.routes["/robots.txt"] = page("User-agent: *\nDisallow: /never/\n", ctype="text/plain")
     for i in range(N_PAGES):
         links = [f"/p{j}.html|chapter {j} sql" for j in (i + 1, i + 2, 2 * i + 1) if j < N_PAGES]
-        links.append("/never/x.html|never")
+        links.append("/never/x.html|chapter sql")  # as relevant as the others: a best-first order reaches it
         web.routes[f"/p{i}.html"] = page(html(f"Chapter {i}", f"chapter {i} sql database table query", links))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -245,6 +246,20 @@ def test_bad_input() -> None:
     ctl = make_controller("bfs", rng=random.Random(0))
     with pytest.raises(ValueError):
         ctl.report(FetchOutcome("http://a/", "new", -1.0, []), 0.0)
+    # a NaN relevance or anchor relevance orders nothing: refused before anything changes
+    ctl = make_controller("whittle", rng=random.Random(0), config=ControllerConfig(state="parent"))
+    ctl.add_seeds(["http://a/"])
+    assert ctl.next_batch(1, 0.0) == ["http://a/"]
+    for bad in (
+        FetchOutcome("http://a/", "new", math.nan),
+        FetchOutcome("http://a/", "new", 0.5, [Discovered("http://a/b", "", math.nan)]),
+    ):
+        with pytest.raises(ValueError, match=r"NaN|>= 0"):
+            ctl.report(bad, 0.0)
+        assert ctl.in_flight() == 1 and ctl.known() == 1 and ctl.fringe_relevance() == 0.0
+    assert ctl.report(FetchOutcome("http://a/", "new", 0.5, [Discovered("http://a/b", "", 0.5)]), 0.0) == [
+        "http://a/b"
+    ]
 
 
 def test_epsilon_exploration_still_visits_everything_once() -> None:

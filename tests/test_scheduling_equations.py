@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -119,3 +120,23 @@ def test_qtable_roundtrip_and_index(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a Q-table"):
         QTable.load(path)
     assert math.isfinite(back.index("unknown"))
+
+
+def test_qtable_file_format_and_copies_with_tuple_rows(tmp_path: Path) -> None:
+    """Rows are tuples in memory; the file keeps the format tables were saved in before (rows as JSON lists),
+    and a copy or a loaded table never shares a change with its source."""
+    path = tmp_path / "old.json"
+    path.write_text('{"format": "oasis-qtable/1", "q_init": 0.0, "q": {"p:http://h/": [0.25, 0.5, 3.0]}}')
+    q = QTable.load(path)
+    assert q.get("p:http://h/", 0) == 0.25 and q.get("p:http://h/", 1) == 0.5 and q.visits("p:http://h/") == 3
+    twin = q.copy()
+    out = q.learn(["p:http://h/", "new"], 1.0, 0.0, 0.0, 0.5, 0.5, 1.0)
+    assert [s for s, _ in out] == ["p:http://h/", "new"] and q.visits("p:http://h/") == 4
+    assert twin.get("p:http://h/", 1) == 0.5 and twin.visits("p:http://h/") == 3 and "new" not in twin
+    assert q.get("p:http://h/", 1) == 0.5 + 0.5 * (1.0 - 0.5)  # Eq. 10, alpha 0.5, q_next 0, no bonus
+    q.save(path)
+    saved = json.loads(path.read_text())
+    assert (
+        saved["q"]["p:http://h/"] == [q.get("p:http://h/", 0), 0.75, 4.0]
+        and saved["format"] == "oasis-qtable/1"
+    )

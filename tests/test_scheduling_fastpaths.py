@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
 import random
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +18,7 @@ from oasis.robot.scheduling import ControllerConfig, Discovered, FetchOutcome, m
 from oasis.robot.scheduling.controller import WhittleController
 from oasis.robot.scheduling.documents import FLIGHT, FRINGE, DocumentTable, host_of
 from oasis.robot.scheduling.equations import q_update, q_update_summed
-from oasis.robot.scheduling.groups import GroupQueue, StateGroups, pop_document
+from oasis.robot.scheduling.groups import DOC_MASK, GroupQueue, StateGroups, entry_key, pop_document
 from oasis.robot.scheduling.learning import WhittleLearning
 from oasis.robot.scheduling.state import STATE_NAMES, DiscoveryContext, GeneralisingState
 
@@ -298,3 +304,150 @@ def test_enqueue_keeps_groups_queue_and_exploration_consistent(state: str, seed:
         assert sorted(ctl.queue.ordered()) == live
         assert all(ctl.queue._key[g] == ctl.q.index(ctl.groups.state[g]) for g in live)
         assert ctl.frontier_size() == len(fringe)
+
+
+class _PlainGroups:
+    """The plain form of :class:`StateGroups`' entries: one ``OrderedDict`` host -> heap per group."""
+
+    def __init__(self, table: DocumentTable, states: list[str | None], tie: array[Any]) -> None:
+        self.table, self.states, self.tie = table, states, tie
+        self.hosts: dict[str, OrderedDict[int, list[tuple[float, int, int]]]] = {}
+
+    def add(self, doc: int, state: str) -> None:
+        self.table.seq += 1
+        heap = self.hosts.setdefault(state, OrderedDict()).setdefault(self.table.host_id[doc], [])
+        heapq.heappush(heap, (-self.tie[doc], self.table.seq, doc))
+
+    def take(self, state: str, host_ready: Callable[[int], bool] | None) -> int | None:
+        hosts = self.hosts.get(state, OrderedDict())
+        for h in list(hosts):
+            if host_ready is not None and not host_ready(h):
+                continue
+            heap = hosts.pop(h)
+            while heap:
+                doc = heapq.heappop(heap)[2]
+                if self.table.status[doc] == FRINGE and self.states[doc] == state:
+                    if heap:
+                        hosts[h] = heap
+                    return doc
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("aaaeltr"),  # add, add a second entry, leave, take, re-state
+            st.integers(0, 2),  # state
+            st.integers(0, 3),  # host
+            st.sampled_from([0.0, 0.5, 1.0]),  # tie-break key
+            st.sets(st.integers(0, 3)),  # blocked hosts of a take (one in two takes without host_ready)
+            st.booleans(),
+        ),
+        max_size=80,
+    )
+)
+def test_group_forms_equal_one_ordered_dict_of_heaps(
+    ops: list[tuple[str, int, int, float, set[int], bool]],
+) -> None:
+    """A group held as one entry, one host's heap, or host -> entries (promoted as hosts appear) takes the
+    same documents in the same round-robin order as one OrderedDict of heaps per group, with stale entries
+    (documents gone or re-stated), with and without host_ready; ``hosts()`` is that plain form."""
+    table, states, _, groups = _grouped_fringe()
+    plain = _PlainGroups(table, states, groups._tie)
+    fringe: list[int] = []
+    for op, s, host, value, blocked, use_ready in ops:
+        state = f"s{s}"
+        ready = frozenset(range(4)).difference(blocked).__contains__ if use_ready else None
+        if op == "a" or (op in "elr" and not fringe):
+            doc = table.add(f"http://h{host}/d{len(table)}", 0.0, 0, FRINGE)
+            states[doc] = state
+            groups._tie[doc] = value
+            seq = table.seq
+            groups.add(doc, state)
+            table.seq = seq
+            plain.add(doc, state)
+            fringe.append(doc)
+        elif op == "e":  # a better second entry of a queued document (the old one is skipped later)
+            doc = fringe[host % len(fringe)]
+            groups._tie[doc] = value + 2.0
+            seq = table.seq
+            groups.add(doc, states[doc], new=False)  # type: ignore[arg-type]
+            table.seq = seq
+            plain.add(doc, states[doc])  # type: ignore[arg-type]
+        elif op in "lr":  # a document leaves the fringe (reported) or moves to another group
+            doc = fringe.pop(host % len(fringe))
+            gid = groups.ids[states[doc]]  # type: ignore[index]
+            if groups.leave(gid):
+                plain.hosts[groups.state[gid]].clear()
+            if op == "l":
+                table.status[doc] = FLIGHT
+            else:
+                states[doc] = f"s{(s + 1) % 3}"
+                seq = table.seq
+                groups.add(doc, states[doc])  # type: ignore[arg-type]
+                table.seq = seq
+                plain.add(doc, states[doc])  # type: ignore[arg-type]
+                fringe.append(doc)
+        else:
+            gid = groups.ids.get(state)
+            got = None if gid is None else groups.take(gid, ready)
+            assert got == plain.take(state, ready)
+            if got is not None:
+                assert gid is not None
+                fringe.remove(got)
+                table.status[got] = FLIGHT
+                if groups.leave(gid):
+                    plain.hosts[state].clear()
+        for gid, name in enumerate(groups.state):
+            want = {h: [entry_key(-t, q, d) for t, q, d in heap] for h, heap in plain.hosts[name].items()}
+            assert list(groups.hosts(gid).items()) == list(want.items())
+            assert sorted(groups.docs(gid)) == sorted(d for d in fringe if states[d] == name)
+
+
+def test_outcome_types_keep_the_frozen_dataclass_behaviour() -> None:
+    """Discovered and FetchOutcome set their slots directly in __init__ (built per link and per fetch): they
+    still compare, hash, print, default and refuse assignment as the generated frozen dataclass does."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Plain:
+        url: str
+        anchor: str = ""
+        anchor_relevance: float = 0.0
+
+    for args, kw in (((), {"url": "http://a/"}), (("http://a/", "text"), {}), (("http://a/", "t", 0.5), {})):
+        fast, plain = Discovered(*args, **kw), Plain(*args, **kw)  # type: ignore[arg-type]
+        assert dataclasses.astuple(fast) == dataclasses.astuple(plain)
+        assert repr(fast) == "Discovered(" + repr(plain).split("(", 1)[1]
+        assert fast == Discovered(*args, **kw) and hash(fast) == hash(Discovered(*args, **kw))  # type: ignore[arg-type]
+    out = FetchOutcome("http://a/", "new", 0.5)
+    assert out.links == () and out == FetchOutcome(url="http://a/", kind="new", relevance=0.5, links=())
+    assert dataclasses.replace(out, relevance=1.0).relevance == 1.0 and out.relevance == 0.5
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.url = "http://b/"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Discovered()  # type: ignore[call-arg]
+
+
+ties = st.one_of(
+    st.floats(allow_nan=False),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324, float("inf"), float("-inf"), 1.0 + 2**-52]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.tuples(ties, st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1)), min_size=2, max_size=8)
+)
+def test_entry_key_orders_as_the_tuple(entries: list[tuple[float, int, int]]) -> None:
+    """A host-heap entry (one int) orders as the tuple (-tie, seq, doc) it stands for, and gives its document
+    back; a heap of the ints makes the same moves as a heap of the tuples."""
+    keys = [entry_key(t, q, d) for t, q, d in entries]
+    tuples = [(-t, q, d) for t, q, d in entries]
+    for i, (k1, t1) in enumerate(zip(keys, tuples, strict=True)):
+        for k2, t2 in zip(keys[i + 1 :], tuples[i + 1 :], strict=True):
+            assert (k1 < k2) == (t1 < t2) and (k1 == k2) == (t1 == t2)
+    assert [k & DOC_MASK for k in keys] == [d for _, _, d in entries]
+    heapq.heapify(keys)
+    heapq.heapify(tuples)
+    assert keys == [entry_key(-t, q, d) for t, q, d in tuples]

@@ -107,7 +107,7 @@ def test_cap_visits_keeps_means_and_scales_the_pooled_sums() -> None:
         }
     )
     capped = cap_visits(q, 10.0).rows()
-    assert capped["g:x"] == [0.1, 0.2, 10.0] and capped["g:y"] == [0.3, 0.4, 2.0]
+    assert capped["g:x"] == (0.1, 0.2, 10.0) and capped["g:y"] == (0.3, 0.4, 2.0)
     assert capped[FIT[0]] == pytest.approx([10.0, 2.0, 1.0]) and capped[FIT[1]] == pytest.approx(
         [0.5, 1, 1.5]
     )
@@ -370,8 +370,8 @@ def _crawl(
             trace.append(("restored", ctl._fringe_order()))
         if step == steps // 2:  # load_q: a table of other values (scaled) re-keys everything
             table = ctl.q.copy()
-            for row in table.rows().values():
-                row[1] *= 1.5
+            for name, row in list(table.rows().items()):
+                table.put(name, (row[0], row[1] * 1.5, row[2]))
             table.save(tmp / f"{fringe}.json")
             ctl.load_q(tmp / f"{fringe}.json")
         if step % 37 == 36:

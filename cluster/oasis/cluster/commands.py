@@ -568,6 +568,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     client = EngineClient(engine.address)
     try:
         report = client.index(docs, flush_every=BULK_FLUSH_EVERY, timeout=BULK_INDEX_TIMEOUT)
+        # acknowledged = durable in the engine's write-ahead log; a read waits for the batches' Whoosh commit,
+        # so this returns once they are searchable (and `oasis status` right after shows them at once)
+        held = client.document_count(timeout=BULK_INDEX_TIMEOUT)
     except (ServiceError, FileNotFoundError) as exc:
         print(f"oasis index: {exc}", file=sys.stderr)
         return 1
@@ -575,7 +578,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         client.close()
     print(
         f"{args.engine}: {report.acknowledged} acknowledged ({report.added} added, "
-        f"{report.replaced} replaced, {len(report.rejected)} rejected)"
+        f"{report.replaced} replaced, {len(report.rejected)} rejected); {held} documents searchable"
     )
     for url, reason in report.rejected[:10]:
         print(f"  rejected {url}: {reason}")

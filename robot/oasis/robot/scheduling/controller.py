@@ -200,8 +200,11 @@ class _Controller:
 
     def report(self, outcome: FetchOutcome, now: float) -> list[str]:
         parent_url, r_new = outcome.url, outcome.relevance
-        if r_new < 0:
+        if not r_new >= 0:  # (a NaN too: it would order nothing)
             raise ValueError(f"relevance must be >= 0, got {r_new} for {parent_url}")
+        for link in outcome.links:  # a link's anchor relevance is a tie-break key: it must order
+            if link.anchor_relevance != link.anchor_relevance:
+                raise ValueError(f"anchor relevance of {link.url} is NaN (on {parent_url})")
         docs = self.docs
         status = docs.status
         doc = docs.ids.get(parent_url)

@@ -15,13 +15,17 @@ FORMAT = "oasis-qtable/1"
 
 class QTable:
     """``Q(x, u)`` for string states x and controls u in {0 (passive), 1 (active)}; unknown states read as
-    ``q_init``. Also counts the active updates per state (useful for diagnostics and step sizes)."""
+    ``q_init``. Also counts the active updates per state (useful for diagnostics and step sizes).
+
+    A row is a tuple, replaced on every update: a tuple of floats is no work for the garbage collector once
+    a young collection has seen it, where a list row stays a tracked container (the parent and hybrid states
+    add a row per fetched page: 10^5-10^6 rows that every full collection walked)."""
 
     __slots__ = ("_q", "q_init")
 
     def __init__(self, q_init: float = 0.0) -> None:
         self.q_init = float(q_init)
-        self._q: dict[str, list[float]] = {}  # state -> [Q(x,0), Q(x,1), visits]
+        self._q: dict[str, tuple[float, float, float]] = {}  # state -> (Q(x,0), Q(x,1), visits)
 
     def __len__(self) -> int:
         return len(self._q)
@@ -51,15 +55,19 @@ class QTable:
 
     def set(self, state: str, u: int, value: float) -> None:
         row = self._q.get(state)
-        if row is None:
-            row = [self.q_init, self.q_init, 0.0]
-            self._q[state] = row
-        row[1 if u else 0] = float(value)
+        p, a, visits = (self.q_init, self.q_init, 0.0) if row is None else row
         if u:
-            row[2] += 1.0
+            self._q[state] = (p, float(value), visits + 1.0)
+        else:
+            self._q[state] = (float(value), a, visits)
 
-    def rows(self) -> dict[str, list[float]]:
-        """The live table, ``state -> [Q(x,0), Q(x,1), visits]``, for reads on the controller's hot path (a
+    def put(self, state: str, row: tuple[float, float, float]) -> None:
+        """Replace a state's whole row (for learners that keep their own statistics in the table's three
+        numbers, e.g. ``scheduling.residual``)."""
+        self._q[state] = (float(row[0]), float(row[1]), float(row[2]))
+
+    def rows(self) -> dict[str, tuple[float, float, float]]:
+        """The live table, ``state -> (Q(x,0), Q(x,1), visits)``, for reads on the controller's hot path (a
         missing state reads as ``q_init``). Change it only through this class's methods."""
         return self._q
 
@@ -82,30 +90,30 @@ class QTable:
         out: list[tuple[str, float]] = []
         for state in states:
             row = q.get(state)
-            if row is None:
-                row = q[state] = [q_init, q_init, 0.0]  # as set()
+            p, a, visits = (q_init, q_init, 0.0) if row is None else row  # a missing row as set()
             # Eq. 10, active control, with the child-discovery bonus
-            row[1] = q_update_summed(row[1], g, q_next, bonus, alpha, gamma)
-            row[2] += 1.0
+            a = q_update_summed(a, g, q_next, bonus, alpha, gamma)
             if alpha_passive is not None:
                 # Eq. 10, passive control: reward 0, same state, next control active
-                row[0] = q_update_summed(row[0], 0.0, row[1], 0.0, alpha_passive, gamma)
-            out.append((state, whittle_index(row[1], row[0])))
+                p = q_update_summed(p, 0.0, a, 0.0, alpha_passive, gamma)
+            q[state] = (p, a, visits + 1.0)
+            out.append((state, whittle_index(a, p)))
         return out
 
     def seed(self, state: str, q_passive: float, q_active: float) -> None:
         """Initial values for a state the table does not know yet (a prior); no-op for known states."""
         if state not in self._q:
-            self._q[state] = [float(q_passive), float(q_active), 0.0]
+            self._q[state] = (float(q_passive), float(q_active), 0.0)
 
     def visits(self, state: str) -> int:
         row = self._q.get(state)
         return 0 if row is None else int(row[2])
 
     def copy(self) -> QTable:
-        """An independent table with the same values (rows are copied, not shared)."""
+        """An independent table with the same values (rows are immutable tuples: changes to one table never
+        reach the other)."""
         table = QTable(self.q_init)
-        table._q = {k: list(v) for k, v in self._q.items()}
+        table._q = dict(self._q)
         return table
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,7 +130,7 @@ class QTable:
         for state, row in raw.items():
             if not (isinstance(row, list) and len(row) == 3):
                 raise ValueError(f"bad Q-table row for state {state!r}: {row!r}")
-            table._q[str(state)] = [float(row[0]), float(row[1]), float(row[2])]
+            table._q[str(state)] = (float(row[0]), float(row[1]), float(row[2]))
         return table
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -66,15 +66,16 @@ def cap_visits(table: QTable, carry: float) -> QTable:
     web, which the web's own fetches soon outweigh."""
     out = table.copy()
     rows = out.rows()
-    for state, row in rows.items():
+    for state, row in list(rows.items()):
         if state not in FIT:
-            row[2] = min(row[2], carry)
+            out.put(state, (row[0], row[1], min(row[2], carry)))
     fit = rows.get(FIT[0])
     if fit is not None and fit[0] > carry > 0:
         scale = carry / fit[0]
         for name in FIT:
             if name in rows:
-                rows[name] = [v * scale for v in rows[name]]
+                r = rows[name]
+                out.put(name, (r[0] * scale, r[1] * scale, r[2] * scale))
     return out
 
 
@@ -203,30 +204,20 @@ class ResidualIndex:
         y = g + cfg.gamma * (q_next + cfg.child_weight * bonus)  # Eq. 10's target with Eq. 11's g
         ar = self.anchor[doc]
         pr = self.base[doc] - ar
-        rows = self.q.rows()
-        row = rows.get(state)
-        if row is None:
-            row = rows[state] = [0.0, 0.0, 0.0]
-        arow = rows.get(ANCHOR_ROW + state)
-        if arow is None:
-            arow = rows[ANCHOR_ROW + state] = [0.0, 0.0, 0.0]
+        q = self.q
+        rows = q.rows()
+        zero = (0.0, 0.0, 0.0)
+        row = rows.get(state, zero)
+        arow = rows.get(ANCHOR_ROW + state, zero)
         n = row[2] + 1.0
-        row[0] = running_mean(row[0], pr, n)
-        row[1] = running_mean(row[1], y, n)  # Q(x, 1) of the state: Eq. 10 with the step size 1 / n
-        row[2] = arow[2] = n
-        arow[0] = running_mean(arow[0], ar, n)
-        f1 = rows.setdefault(FIT[0], [0.0, 0.0, 0.0])
-        f2 = rows.setdefault(FIT[1], [0.0, 0.0, 0.0])
-        f3 = rows.setdefault(FIT[2], [0.0, 0.0, 0.0])
-        f1[0] += 1.0
-        f1[1] += pr
-        f1[2] += ar
-        f2[0] += y
-        f2[1] += pr * pr
-        f2[2] += ar * ar
-        f3[0] += pr * ar
-        f3[1] += pr * y
-        f3[2] += ar * y
+        # Q(x, 1) of the state: Eq. 10 with the step size 1 / n; beside it the state's mean parent relevance
+        q.put(state, (running_mean(row[0], pr, n), running_mean(row[1], y, n), n))
+        q.put(ANCHOR_ROW + state, (running_mean(arow[0], ar, n), arow[1], n))
+        f1, f2, f3 = (rows.get(name, zero) for name in FIT)
+        f1 = (f1[0] + 1.0, f1[1] + pr, f1[2] + ar)
+        q.put(FIT[0], f1)
+        q.put(FIT[1], (f2[0] + y, f2[1] + pr * pr, f2[2] + ar * ar))
+        q.put(FIT[2], (f3[0] + pr * ar, f3[1] + pr * y, f3[2] + ar * y))
         if f1[0] >= self._next_fit:
             self.refit()
             return True
