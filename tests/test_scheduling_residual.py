@@ -177,6 +177,33 @@ def test_queue_keys_stay_equal_to_the_fresh_index_while_learning(small_web: obje
     assert ctl.q.rows()[FIT[0]][0] >= 64
 
 
+def test_a_checkpoint_restores_every_fringe_key_and_the_next_decisions() -> None:
+    """A restored shipped controller keys every fringe document as before (b_i AND its anchor part, so the
+    calibrated estimate a + wp pr_i + wa ar_i is unchanged) and makes the same next decisions."""
+    rng = random.Random(5)
+
+    def url(i: int) -> str:
+        return f"http://h{i % 3}.example.org/p{i}.html"
+
+    ctl = make_controller("whittle", rng=random.Random(1), config=SHIPPED)
+    ctl.add_seeds([url(0)])
+    n = 1
+    for step in range(60):  # enough fetches for several re-fits of the calibration
+        batch = ctl.next_batch(1, float(step))
+        links = [Discovered(url(n + j), "", rng.random()) for j in range(4)]
+        n += 4
+        ctl.report(FetchOutcome(batch[0], "new", rng.random(), links), float(step))
+    restored = make_controller("whittle", rng=random.Random(1), config=SHIPPED)
+    restored.load_state(json.loads(json.dumps(ctl.state_dict())))
+    queued = [d for d in ctl._fringe_order() if ctl.docs.status[d] != FLIGHT]
+    assert len(queued) > 100 and any(ctl.index.anchor[d] > 0 for d in queued)
+    for doc in queued:
+        assert restored.docs.urls[doc] == ctl.docs.urls[doc]
+        assert restored.index.anchor[doc] == ctl.index.anchor[doc]
+        assert restored.index.key(doc) == ctl.index.key(doc)
+    assert [restored.next_batch(1, 99.0) for _ in range(20)] == [ctl.next_batch(1, 99.0) for _ in range(20)]
+
+
 # -- the shipped table is the default ------------------------------------------------------------------------
 
 

@@ -494,6 +494,8 @@ def _make_class() -> type:
             super().__init__(**kw)
             self.index = ResidualIndex(self.config, self.docs, q)
             self.fringe = ResidualFringe(self.index, self.docs)
+            self._restore_anchor: dict[int, float] = {}  # doc -> anchor part, during load_state only
+            self._restore_fit: list[float] | None = None  # (a, wp, wa, next re-fit), during load_state only
 
         @property
         def q(self) -> QTable:
@@ -560,9 +562,32 @@ def _make_class() -> type:
         def _doc_state(self, doc: int) -> str | None:
             return self.index.states[doc]
 
+        def state_dict(self) -> dict[str, Any]:
+            """The common checkpoint plus each fringe document's anchor part of b_i (the key column holds
+            only b_i; without it a restored key would move from the calibrated estimate)."""
+            out = super().state_dict()
+            idx = self.index
+            out["fit"] = [*idx.fit, idx._next_fit]  # the calibration in use (re-fitted only at doublings)
+            anchor, status = idx.anchor, self.docs.status
+            out["anchor"] = [
+                [doc, anchor[doc]] for doc, st in enumerate(status) if st in (FRINGE, FLIGHT) and anchor[doc]
+            ]
+            return out
+
+        def load_state(self, state: dict[str, Any]) -> None:
+            # a checkpoint written before "anchor" existed restores with anchor part 0 (pr_i = b_i)
+            self._restore_anchor = {int(doc): float(a) for doc, a in state.get("anchor", [])}
+            fit = state.get("fit")
+            self._restore_fit = [float(v) for v in fit] if isinstance(fit, list) and len(fit) == 4 else None
+            try:
+                super().load_state(state)
+            finally:
+                self._restore_anchor, self._restore_fit = {}, None
+
         def _restore_fringe(self, doc: int, dstate: str | None) -> None:
             self.index.states[doc] = dstate if dstate is not None else SEED_STATE
             self.index.base[doc] = self.docs.key[doc]
+            self.index.anchor[doc] = self._restore_anchor.get(doc, 0.0)
             self.fringe.push(doc)
 
         def index_of(self, url: str) -> float:
@@ -575,6 +600,9 @@ def _make_class() -> type:
         def _load_q_dict(self, data: Any) -> None:
             if data is not None:
                 self.index.use(QTable.from_dict(data))
+            if self._restore_fit is not None:  # a checkpoint: the calibration that was in use, not a re-fit
+                a, wp, wa, next_fit = self._restore_fit
+                self.index.fit, self.index._next_fit = Calibration(a, wp, wa), next_fit
 
         def save_q(self, path: str | os.PathLike[str]) -> None:
             self.index.save(path)
