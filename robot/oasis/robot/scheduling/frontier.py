@@ -82,40 +82,55 @@ class Frontier:
         self._maybe_compact()
         return True
 
+    def _walk_ready(
+        self, host_ready: HostReady | None, passed: list[tuple[float, int, int]]
+    ) -> tuple[tuple[float, int, int], tuple[float, int, int], int] | None:
+        """The best item whose host is ready, walking the host heap in order and fixing stale or outdated
+        announcements on the way: ``(its host-heap entry, popped; its top item entry, host)``. The entries
+        of hosts passed over as not ready are appended to ``passed``: the caller pushes them back."""
+        hosts = self._hosts
+        while hosts:
+            entry = heapq.heappop(hosts)
+            _neg, seq, host = entry
+            if self._host_top.get(host) != seq:
+                continue  # stale host entry
+            heap = self._host_heaps[host]
+            self._clean_top(heap)
+            if not heap:
+                del self._host_top[host]
+                del self._host_heaps[host]
+                continue
+            top = heap[0]
+            if top[1] != seq:  # the host's best changed since it was announced: re-announce
+                self._host_top[host] = top[1]
+                heapq.heappush(hosts, (top[0], top[1], host))
+                continue
+            if host_ready is not None and not host_ready(host):
+                passed.append(entry)
+                continue
+            return entry, top, host
+        return None
+
     def pop(self, host_ready: HostReady | None = None) -> int | None:
         """Remove and return the best item whose host is ready (None if there is none)."""
         blocked: list[tuple[float, int, int]] = []
         try:
-            while self._hosts:
-                neg, seq, host = heapq.heappop(self._hosts)
-                if self._host_top.get(host) != seq:
-                    continue  # stale host entry
-                heap = self._host_heaps[host]
-                self._clean_top(heap)
-                if not heap:
-                    del self._host_top[host]
-                    del self._host_heaps[host]
-                    continue
-                top = heap[0]
-                if top[1] != seq:  # the host's best changed since it was announced: re-announce
-                    self._host_top[host] = top[1]
-                    heapq.heappush(self._hosts, (top[0], top[1], host))
-                    continue
-                if host_ready is not None and not host_ready(host):
-                    blocked.append((neg, seq, host))
-                    continue
-                heapq.heappop(heap)
-                item = top[2]
-                del self._live[item]
-                del self._host_of[item]
-                self._clean_top(heap)
-                if heap:
-                    self._announce(host, heap[0][0], heap[0][1])
-                else:
-                    del self._host_top[host]
-                    del self._host_heaps[host]
-                return item
-            return None
+            found = self._walk_ready(host_ready, blocked)
+            if found is None:
+                return None
+            _entry, top, host = found
+            heap = self._host_heaps[host]
+            heapq.heappop(heap)
+            item = top[2]
+            del self._live[item]
+            del self._host_of[item]
+            self._clean_top(heap)
+            if heap:
+                self._announce(host, heap[0][0], heap[0][1])
+            else:
+                del self._host_top[host]
+                del self._host_heaps[host]
+            return item
         finally:
             for entry in blocked:
                 heapq.heappush(self._hosts, entry)

@@ -257,30 +257,16 @@ class _StateQueue(Frontier):
     def best_ready(self, host_ready: HostReady) -> tuple[float, int, int] | None:
         """``(-priority, seq, item)`` of the best item whose host is ready, without removing it (the hosts
         are looked at in :meth:`Frontier.pop`'s order)."""
-        hosts, held = self._hosts, []
+        held: list[tuple[float, int, int]] = []
         try:
-            while hosts:
-                neg, seq, host = heapq.heappop(hosts)
-                if self._host_top.get(host) != seq:
-                    continue  # stale host entry
-                heap = self._host_heaps[host]
-                self._clean_top(heap)
-                if not heap:
-                    del self._host_top[host]
-                    del self._host_heaps[host]
-                    continue
-                top = heap[0]
-                if top[1] != seq:
-                    self._host_top[host] = top[1]
-                    heapq.heappush(hosts, (top[0], top[1], host))
-                    continue
-                held.append((neg, seq, host))
-                if host_ready(host):
-                    return top
-            return None
+            found = self._walk_ready(host_ready, held)
+            if found is None:
+                return None
+            held.append(found[0])  # looked at, not removed: its announcement goes back too
+            return found[1]
         finally:
             for entry in held:
-                heapq.heappush(hosts, entry)
+                heapq.heappush(self._hosts, entry)
 
 
 class ResidualFringe:
