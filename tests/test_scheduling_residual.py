@@ -25,15 +25,18 @@ from oasis.robot.scheduling.equations import (
     calibration,
     residual_index,
     running_mean,
+    shrunk_mean,
     state_correction,
 )
 from oasis.robot.scheduling.frontier import Frontier
 from oasis.robot.scheduling.residual import (
+    DIR_ROW,
     FIT,
     SEED_STATE,
     cap_visits,
     shipped_table,
     start_table,
+    url_directory,
 )
 from oasis.robot.scheduling.residual import (
     TIE_WEIGHT as RESIDUAL_TIE_WEIGHT,
@@ -41,6 +44,10 @@ from oasis.robot.scheduling.residual import (
 from oasis.web.corpus import load_corpus
 
 EMPTY = replace(SHIPPED, start="empty")
+# the residual index alone (no directory term, no calibration prior): the hand-worked cases of its formulas
+PLAIN = replace(EMPTY, dir_weight=0.0, fit_prior=0.0, carry_state=None)
+# the directory term on and the other new options (the decisions' reference implementation covers them)
+DIRS = replace(EMPTY, dir_weight=1.0, dir_shrink=2.0, fit_prior=4.0, carry_state=2.0)
 
 
 # -- the formulas, by hand ---------------------------------------------------------------------------------
@@ -94,6 +101,31 @@ def test_state_correction_shrinks_the_mean_residual() -> None:
     assert state_correction(0.5, 0.5, 9.0, 0.0, fit, 2.0) == 0.0  # never fetched: no correction
 
 
+def test_calibration_prior_shrinks_the_slopes_towards_one() -> None:
+    """The exact two-slope fit y = 0.1 + 0.2 p + 0.5 a of test_calibration_two_slopes_by_hand, its one slope
+    on b = p + a being 0.35 (cov(b, y) / var(b) = 0.175 / 0.5); with 4 pseudo-samples on 4 samples each slope
+    is the mean of its own and 0.35, and the intercept is re-fitted: mean y - wp mean p - wa mean a."""
+    fit = calibration(4, 2, 2, 1.8, 2, 2, 1, 1.1, 1.4, w_min=0.01, prior=4.0)
+    wp, wa = (0.2 + 0.35) / 2, (0.5 + 0.35) / 2
+    assert fit == pytest.approx(Calibration(0.45 - wp * 0.5 - wa * 0.5, wp, wa))
+    assert calibration(4, 2, 2, 1.8, 2, 2, 1, 1.1, 1.4, w_min=0.01, prior=0.0) == pytest.approx(
+        Calibration(0.1, 0.2, 0.5)
+    )
+
+
+def test_shrunk_mean_and_url_directory() -> None:
+    assert shrunk_mean(-0.6, 1.0, 1.0) == pytest.approx(-0.3)
+    assert shrunk_mean(0.4, 3.0, 0.0) == pytest.approx(0.4) and shrunk_mean(0.4, 0.0, 2.0) == 0.0
+    assert url_directory("http://h/a/b.html") == "http://h/a/" and url_directory("http://h/") == "http://h/"
+
+
+def test_cap_visits_caps_states_and_fit_separately() -> None:
+    rows = {"g:x": [0.1, 0.2, 40.0], FIT[0]: [40.0, 8.0, 4.0]}
+    q = QTable.from_dict({"format": "oasis-qtable/1", "q": rows})
+    capped = cap_visits(q, 10.0, 0.0).rows()  # carry_state 0: the calibration transfers, no state's c(x)
+    assert capped["g:x"] == (0.1, 0.2, 0.0) and capped[FIT[0]] == pytest.approx([10.0, 2.0, 1.0])
+
+
 def test_cap_visits_keeps_means_and_scales_the_pooled_sums() -> None:
     q = QTable.from_dict(
         {
@@ -121,7 +153,7 @@ def test_hand_worked_crawl_keys_and_eq9_index() -> None:
     """seed s (relevance .5) links to b (anchor .1) and c (anchor .3); c goes first (b_c = .8 > b_b = .6),
     is fetched with relevance .2, and its state learns c(x) = 1 * (.2 - (0 + .5 + .3)) / (1 + shrink 1) =
     -.3; a later document d of c's state (b_d = .8) is keyed .8 - .3 = .5, below b (.6)."""
-    ctl = make_controller("whittle", rng=random.Random(0), config=replace(EMPTY, shrink=1.0))
+    ctl = make_controller("whittle", rng=random.Random(0), config=replace(PLAIN, shrink=1.0))
     ctl.add_seeds(["http://w/s"])
     assert ctl.next_batch(1, 0.0) == ["http://w/s"]
     links = [Discovered("http://w/b", "", 0.1), Discovered("http://w/c", "", 0.3)]
@@ -135,6 +167,31 @@ def test_hand_worked_crawl_keys_and_eq9_index() -> None:
     assert ctl.next_batch(2, 3.0) == ["http://w/b", "http://w/d"]
 
 
+def test_hand_worked_directory_term() -> None:
+    """The directory term, by hand (greedy-anchor's estimate: calibrate off; shrink 1, dir_weight 1,
+    dir_shrink 1): seed s (relevance .5) links to a/b (anchor .1), a/c (anchor .3) and e/f (anchor .25); c
+    goes first (b_c = .8) and is fetched with relevance .2. Its state (shared by f: parent bin 1, anchor bin
+    1, depth 1) learns c(x) = (.2 - .8) / (1 + 1) = -.3 at once: f is keyed .75 - .3 = .45, b still .6.
+    Directory a/ learns the residual .2 - .8 - 0 = -.6, d(a/) = -.6 / (1 + 1) = -.3, which enters the keys at
+    the next re-fit: then b is .6 - .3 = .3 and f goes first."""
+    cfg = replace(PLAIN, shrink=1.0, dir_weight=1.0, dir_shrink=1.0, calibrate=False)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
+    ctl.add_seeds(["http://w/s"])
+    assert ctl.next_batch(1, 0.0) == ["http://w/s"]
+    links = [Discovered("http://w/a/b", "", 0.1), Discovered("http://w/a/c", "", 0.3)]
+    ctl.report(FetchOutcome("http://w/s", "new", 0.5, [*links, Discovered("http://w/e/f", "", 0.25)]), 0.0)
+    assert ctl.next_batch(1, 1.0) == ["http://w/a/c"]
+    ctl.report(FetchOutcome("http://w/a/c", "new", 0.2, []), 1.0)
+    assert ctl.q.rows()[DIR_ROW + "http://w/a/"] == pytest.approx((-0.6, 0.0, 1.0))
+    assert ctl.index_of("http://w/a/b") == pytest.approx((1 - SHIPPED.gamma) * 0.6)
+    assert ctl.index_of("http://w/e/f") == pytest.approx((1 - SHIPPED.gamma) * 0.45)
+    ctl.index.refit()  # what the 8th sample does (then the fringe re-keys every document)
+    ctl.fringe.rebuild()
+    assert ctl.index.fit == Calibration(0.0, 1.0, 1.0)  # calibrate off: greedy-anchor's estimate stays
+    assert ctl.index_of("http://w/a/b") == pytest.approx((1 - SHIPPED.gamma) * 0.3)
+    assert ctl.next_batch(2, 2.0) == ["http://w/e/f", "http://w/a/b"]
+
+
 def test_shared_tie_break_weight() -> None:
     assert RESIDUAL_TIE_WEIGHT == TIE_WEIGHT
 
@@ -146,12 +203,25 @@ def small_web() -> object:
     )
 
 
-def test_without_learning_it_is_greedy_anchor(small_web: object) -> None:
+@pytest.mark.parametrize("config", [EMPTY, PLAIN, DIRS], ids=["shipped", "plain", "dirs"])
+def test_without_learning_it_is_greedy_anchor(small_web: object, config: Any) -> None:
     cfg = ExperimentConfig(
-        policies=("greedy-anchor", "whittle"), traversals=1, controller=replace(EMPTY, learn=False)
+        policies=("greedy-anchor", "whittle"), traversals=1, controller=replace(config, learn=False)
     )
     out = Experiment(small_web, cfg).run()["policies"]  # type: ignore[arg-type]
     assert out["whittle"]["P"] == out["greedy-anchor"]["P"]
+
+
+def test_greedy_anchor_dir_is_a_fixed_rule_baseline(small_web: object) -> None:
+    """greedy-anchor plus the directory's shrunk mean residual r - b_i, fresh in every crawl (nothing
+    carried): the same P every run, different from greedy-anchor's on a web whose directories differ."""
+    cfg = ExperimentConfig(policies=("greedy-anchor", "greedy-anchor-dir"), traversals=1)
+    out = Experiment(small_web, cfg).run()  # type: ignore[arg-type]
+    again = Experiment(small_web, cfg).run()  # type: ignore[arg-type]
+    pol = out["policies"]
+    assert pol["greedy-anchor-dir"]["P"] == again["policies"]["greedy-anchor-dir"]["P"]
+    assert pol["greedy-anchor-dir"]["P"] != pol["greedy-anchor"]["P"]
+    assert out["strongest_baseline"]["policy"] in ("greedy-anchor", "greedy-anchor-dir")
 
 
 def test_queue_keys_stay_equal_to_the_fresh_index_while_learning(small_web: object) -> None:
@@ -323,8 +393,8 @@ class _GlobalFringe:
         self.frontier.remove(doc)
 
     def rekey(self, state: str) -> None:
-        states = self.index.states
-        for doc in [d for d in self.frontier if states[d] == state]:
+        group = self.index.group
+        for doc in [d for d in self.frontier if group(d) == state]:
             self.push(doc)
 
     def rebuild(self) -> None:
@@ -385,9 +455,10 @@ def _crawl(
             links = []
             for _ in range(rng.randint(0, 4)):
                 if nxt and rng.random() < 0.3:  # a known page, maybe by a better link
-                    target = f"http://h{rng.randrange(6)}.test/{rng.randrange(nxt)}"
+                    i = rng.randrange(nxt)
+                    target = f"http://h{rng.randrange(6)}.test/d{i % 4}/{i}"
                 else:
-                    target, nxt = f"http://h{rng.randrange(6)}.test/{nxt}", nxt + 1
+                    target, nxt = f"http://h{rng.randrange(6)}.test/d{nxt % 4}/{nxt}", nxt + 1
                 links.append(Discovered(target, "", score()))
             ctl.report(FetchOutcome(url, "new", score(), links), float(step))
         if step == steps // 3:  # checkpoint restore
@@ -408,7 +479,7 @@ def _crawl(
 
 
 @pytest.mark.parametrize("polite", [False, True])
-@pytest.mark.parametrize("config", [EMPTY, SHIPPED], ids=["empty", "shipped"])
+@pytest.mark.parametrize("config", [EMPTY, SHIPPED, DIRS], ids=["empty", "shipped", "dirs"])
 def test_same_decisions_as_the_plain_and_the_global_fringe(tmp_path: Path, polite: bool, config: Any) -> None:
     fast = _crawl("fast", 11, config=config, steps=240, polite=polite, ties=True, tmp=tmp_path)
     plain = _crawl("plain", 11, config=config, steps=240, polite=polite, ties=True, tmp=tmp_path)
@@ -425,12 +496,13 @@ def test_same_decisions_as_the_plain_and_the_global_fringe(tmp_path: Path, polit
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10**6), polite=st.booleans(), ties=st.booleans())
+@given(seed=st.integers(0, 10**6), polite=st.booleans(), ties=st.booleans(), dirs=st.booleans())
 def test_property_same_decisions_as_the_plain_fringe(
-    tmp_path: Path, seed: int, polite: bool, ties: bool
+    tmp_path: Path, seed: int, polite: bool, ties: bool, dirs: bool
 ) -> None:
-    fast = _crawl("fast", seed, config=EMPTY, steps=90, polite=polite, ties=ties, tmp=tmp_path)
-    assert fast == _crawl("plain", seed, config=EMPTY, steps=90, polite=polite, ties=ties, tmp=tmp_path)
+    config = DIRS if dirs else EMPTY
+    fast = _crawl("fast", seed, config=config, steps=90, polite=polite, ties=ties, tmp=tmp_path)
+    assert fast == _crawl("plain", seed, config=config, steps=90, polite=polite, ties=ties, tmp=tmp_path)
 
 
 def test_stale_entries_stay_bounded() -> None:

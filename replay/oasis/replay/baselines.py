@@ -9,13 +9,21 @@
   relevance, the paper's "fringe greedy"), ``greedy-lookahead`` (an oracle that also sees the relevance of a
   fringe document's out-links: ``r(j) + lookahead_weight * sum_k r(k)``, a practical ceiling where relevant
   pages sit behind irrelevant hubs).
+* ``greedy-anchor-dir`` (:class:`GreedyAnchorDirController`): greedy-anchor plus the URL directory's mean
+  residual, with fixed weights: the non-learning baseline of the information the robot's directory term uses.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
+from oasis.robot.scheduling.controller import TIE_WEIGHT, GreedyAnchorController
+from oasis.robot.scheduling.equations import shrunk_mean
+from oasis.robot.scheduling.residual import url_directory
+from oasis.robot.scheduling.state import DiscoveryContext
 from oasis.web.model import WebGraph
 
 LOOKAHEAD_WEIGHT = 0.5
@@ -43,3 +51,60 @@ def upper_order(relevance: npt.NDArray[np.float64], reach: npt.NDArray[np.bool_]
     """Reachable nodes by decreasing relevance (ties by node id): the upper-bound schedule."""
     idx = np.flatnonzero(reach)
     return idx[np.lexsort((idx, -relevance[idx]))]
+
+
+ANCHOR_DIR_SHRINK = 3.0  # pseudo-samples at 0 of greedy-anchor-dir's directory mean (fixed, not learned)
+
+
+class GreedyAnchorDirController(GreedyAnchorController):
+    """greedy-anchor plus a fixed rule on the pages fetched so far in this crawl: a fringe document's key is
+    ``b_i + d(D)``, b_i = the best parent + anchor relevance among its links (greedy-anchor's key) and d(D)
+    = the mean of ``r_j - b_j`` over the pages j fetched from the same URL directory D, shrunk towards 0 by
+    :data:`ANCHOR_DIR_SHRINK` pseudo-samples (weight 1, nothing carried between crawls); every queued
+    document of D is re-keyed when d(D) moves. The same tie-break as every best-first policy."""
+
+    name = "greedy-anchor-dir"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._dir_of: dict[int, str] = {}
+        self._members: dict[str, set[int]] = {}  # directory -> documents queued in it (pruned lazily)
+        self._stats: dict[str, tuple[float, float]] = {}  # directory -> (n, mean r - b)
+
+    def _d(self, directory: str) -> float:
+        n, mean = self._stats.get(directory, (0.0, 0.0))
+        return shrunk_mean(mean, n, ANCHOR_DIR_SHRINK)
+
+    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        key = super()._key_for(doc, ctx)
+        if ctx.parent_url is None:
+            return key
+        directory = url_directory(ctx.url)
+        self._dir_of[doc] = directory
+        self._members.setdefault(directory, set()).add(doc)
+        return key + self._d(directory)
+
+    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
+        docs = self.docs
+        directory = self._dir_of.get(doc)
+        if directory is None:  # a seed
+            return
+        primary = max(self._primary[doc], self._rediscovered_primary(doc, parent_rel, anchor_rel))
+        tie = max(self._tie[doc], parent_rel + anchor_rel)
+        key = primary + self._d(directory) + TIE_WEIGHT * tie
+        if key > docs.key[doc]:
+            self._primary[doc], self._tie[doc], docs.key[doc] = primary, tie, key
+            self._fringe.push(doc, key, docs.host_id[doc])
+
+    def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
+        directory = self._dir_of.get(doc)
+        if not was_fringe or directory is None:
+            return
+        n, mean = self._stats.get(directory, (0.0, 0.0))
+        n += 1.0
+        self._stats[directory] = (n, mean + (g - self._primary[doc] - mean) / n)
+        d, docs, fringe = self._d(directory), self.docs, self._fringe
+        queued = self._members[directory] = {i for i in self._members[directory] if i in fringe}
+        for i in queued:
+            docs.key[i] = self._primary[i] + d + TIE_WEIGHT * self._tie[i]
+            fringe.push(i, docs.key[i], docs.host_id[i])

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oasis.replay.baselines import LOOKAHEAD_WEIGHT, lookahead_scores, upper_order
+from oasis.replay.baselines import LOOKAHEAD_WEIGHT, GreedyAnchorDirController, lookahead_scores, upper_order
 from oasis.replay.metrics import static_recall_curve, upper_bound_performance
 from oasis.replay.simulator import ChangeModel, Replay, ReplayResult
 from oasis.robot.scheduling.config import SHIPPED
@@ -42,9 +42,19 @@ from oasis.web.model import Corpus
 
 logger = logging.getLogger(__name__)
 
-BASELINES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "greedy-anchor", "greedy-lookahead")
+BASELINES = (
+    "upper",
+    "random",
+    "bfs",
+    "greedy-oracle",
+    "greedy-parent",
+    "greedy-anchor",
+    "greedy-anchor-dir",
+    "greedy-lookahead",
+)
 # non-learning baselines that see only what the robot sees (no oracle): the ones a learner is judged against
-PRACTICAL = ("random", "bfs", "greedy-parent", "greedy-anchor")
+PRACTICAL = ("random", "bfs", "greedy-parent", "greedy-anchor", "greedy-anchor-dir")
+
 # states keyed on a URL (the document's own, or its parent's): they memorise one graph rather than generalise
 MEMORISING_STATES = ("parent", "url", "hybrid")
 DEFAULT_POLICIES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", "greedy-anchor", "whittle")
@@ -346,14 +356,20 @@ class Experiment:
         recrawl: str = "none",
     ) -> ReplayResult:
         rng, np_rng = self._rngs()
-        ctl = make_controller(
-            policy,
-            rng=rng,
-            config=config or self.config.controller,
-            oracle=oracle,
-            recrawl_index=self.recrawl_hook(recrawl),
-            q=q,
-        )
+        ctl: Any
+        if policy == "greedy-anchor-dir":  # a replay baseline (oasis.replay.baselines), not a robot policy
+            ctl = GreedyAnchorDirController(
+                rng=rng, config=config or self.config.controller, recrawl_index=self.recrawl_hook(recrawl)
+            )
+        else:
+            ctl = make_controller(
+                policy,
+                rng=rng,
+                config=config or self.config.controller,
+                oracle=oracle,
+                recrawl_index=self.recrawl_hook(recrawl),
+                q=q,
+            )
         return self.replay.run(
             ctl,
             m=self.config.m,

@@ -6,7 +6,9 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
     python -m oasis.replay.shipped compare --traversals 3 [--table FILE] '{"shrink": 3}' ...
         per configuration (JSON overrides of SHIPPED, with ``start`` "empty" unless --table): on each training
         run, the first traversal's raw P over greedy-anchor's and the last traversal's over the first (%);
-        --table starts each run from that table capped at the configuration's ``carry``
+        --table starts each run from that table capped at the configuration's ``carry``; --cv starts each
+        run from a table trained (with the same configuration) on the other group of the training split
+        (synthetic seeds 1-3 <-> postgresql-doc-15): a table carried to another relevance scale
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
 """
@@ -23,7 +25,7 @@ from typing import Any
 from oasis.replay.experiment import Experiment, ExperimentConfig, Prepared, prepare
 from oasis.robot.scheduling.config import SHIPPED, ControllerConfig
 from oasis.robot.scheduling.qtable import QTable
-from oasis.robot.scheduling.residual import cap_visits
+from oasis.robot.scheduling.residual import DIR_ROW, cap_visits
 
 logger = logging.getLogger(__name__)
 
@@ -49,34 +51,58 @@ def whittle_p(prepared: Prepared, config: ControllerConfig, traversals: int, q: 
     return [float(p) for p in Experiment(prepared, cfg, q_tables=tables).run()["policies"]["whittle"]["P"]]
 
 
-def greedy_anchor_p(prepared: Prepared) -> float:
-    cfg = ExperimentConfig(policies=("greedy-anchor",), traversals=1)
-    return float(Experiment(prepared, cfg).run()["policies"]["greedy-anchor"]["P"][0])
+def baseline_p(prepared: Prepared, policy: str = "greedy-anchor") -> float:
+    cfg = ExperimentConfig(policies=(policy,), traversals=1)
+    return float(Experiment(prepared, cfg).run()["policies"][policy]["P"][0])
+
+
+CV_GROUPS = ((0, 1, 2), (3, 4))  # synthetic webs, postgresql-doc-15: two relevance scales
 
 
 def compare(
-    configs: list[ControllerConfig], traversals: int, table: QTable | None, runs: list[int]
+    configs: list[ControllerConfig],
+    traversals: int,
+    table: QTable | None,
+    runs: list[int],
+    *,
+    cv: bool = False,
 ) -> list[dict[str, Any]]:
-    """Per configuration and training run: first traversal vs greedy-anchor, last vs first (raw P, %)."""
+    """Per configuration and training run: first traversal vs greedy-anchor and vs greedy-anchor-dir, last
+    vs first (raw P, %)."""
     prepared = {i: _prepare(*TRAINING[i]) for i in runs}
-    anchor = {i: greedy_anchor_p(p) for i, p in prepared.items()}
+    anchor = {i: baseline_p(p) for i, p in prepared.items()}
+    anchor_dir = {i: baseline_p(p, "greedy-anchor-dir") for i, p in prepared.items()}
     out: list[dict[str, Any]] = []
     for config in configs:
-        first, later = [], []
+        first, first_dir, later = [], [], []
+        tables: dict[int, QTable] = {}
+        if cv:
+            for group in CV_GROUPS:
+                other = [i for g in CV_GROUPS if g is not group for i in g]
+                trained = train(config, 3, other)
+                tables.update({i: trained for i in group})
         for i, p in prepared.items():
-            q = cap_visits(table, config.carry) if table is not None else None
+            start = tables.get(i, table)
+            q = cap_visits(start, config.carry, config.carry_state) if start is not None else None
             ps = whittle_p(p, config, traversals, q)
             first.append(100.0 * (ps[0] / anchor[i] - 1.0))
+            first_dir.append(100.0 * (ps[0] / anchor_dir[i] - 1.0))
             later.append(100.0 * (ps[-1] / ps[0] - 1.0))
-        out.append({"t1_vs_greedy_anchor": first, "last_vs_t1": later})
+        out.append({"t1_vs_greedy_anchor": first, "t1_vs_greedy_anchor_dir": first_dir, "last_vs_t1": later})
     return out
 
 
 def train(config: ControllerConfig, traversals: int, runs: list[int]) -> QTable:
-    """One table learned over the training runs in order, ``traversals`` each, from an empty table."""
+    """One table learned over the training runs in order, ``traversals`` each, from an empty table; each
+    web's directory rows (web-specific) are dropped before the next web."""
     q = QTable(config.q_init)
     for i in runs:
         ps = whittle_p(_prepare(*TRAINING[i]), config, traversals, q)
+        kept = QTable(q.q_init)
+        for name, row in q.rows().items():
+            if not name.startswith(DIR_ROW):
+                kept.put(name, row)
+        q = kept
         logger.info("%s %r: P %s, %d rows", *TRAINING[i], [round(p, 1) for p in ps], len(q))
     return q
 
@@ -93,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--traversals", type=int, default=3)
     c.add_argument("--table", default=None)
     c.add_argument("--runs", default="0,1,2,3,4")
+    c.add_argument("--cv", action="store_true")
     t = sub.add_parser("train")
     t.add_argument("config", nargs="?", default="{}")
     t.add_argument("--out", required=True)
@@ -106,15 +133,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = QTable.load(args.table) if args.table else None
     configs = [_config(text) for text in args.configs]
-    for text, row in zip(args.configs, compare(configs, args.traversals, table, runs), strict=True):
-        t1, last = row["t1_vs_greedy_anchor"], row["last_vs_t1"]
+    rows = compare(configs, args.traversals, table, runs, cv=args.cv)
+    for text, row in zip(args.configs, rows, strict=True):
+        t1, t1d, last = row["t1_vs_greedy_anchor"], row["t1_vs_greedy_anchor_dir"], row["last_vs_t1"]
         print(
             text,
             "| t1 vs greedy-anchor %:",
             " ".join(f"{x:+.2f}" for x in t1),
-            f"mean {sum(t1) / len(t1):+.2f}",
+            f"mean {sum(t1) / len(t1):+.2f} min {min(t1):+.2f}",
+            "| vs greedy-anchor-dir %:",
+            " ".join(f"{x:+.2f}" for x in t1d),
             f"| t{args.traversals} vs t1 %:",
             " ".join(f"{x:+.2f}" for x in last),
+            flush=True,
         )
     return 0
 

@@ -5,6 +5,9 @@
   http://python.docs.local/
 - ``python-django-doc``: /usr/share/doc/python-django-doc/html at http://django.docs.local/
 - ``all``: the three together, one host each.
+- Experiment corpora (issue 10's holdout split; not in ``all``, not installed by ``./dev setup``):
+  ``python-sqlalchemy-doc`` (/usr/share/doc/python-sqlalchemy-doc/html at http://sqlalchemy.docs.local/) and
+  ``python-celery-doc`` (/usr/share/doc/python-celery-doc/html at http://celery.docs.local/).
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -34,6 +37,7 @@ class DebianCorpus:
     base_url: str
     seed: str = "index.html"
     aliases: tuple[str, ...] = ()  # other filesystem prefixes that hrefs use for this tree
+    experiment: bool = False  # an experiment corpus: not part of ``all``
 
     def __post_init__(self) -> None:
         if not self.base_url.endswith("/"):
@@ -65,6 +69,20 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-django-doc",
             root=DOC_ROOT / "python-django-doc" / "html",
             base_url="http://django.docs.local/",
+        ),
+        DebianCorpus(
+            name="python-sqlalchemy-doc",
+            package="python-sqlalchemy-doc",
+            root=DOC_ROOT / "python-sqlalchemy-doc" / "html",
+            base_url="http://sqlalchemy.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-celery-doc",
+            package="python-celery-doc",
+            root=DOC_ROOT / "python-celery-doc" / "html",
+            base_url="http://celery.docs.local/",
+            experiment=True,
         ),
     )
 }
@@ -98,9 +116,9 @@ def require_installed(name: str) -> DebianCorpus:
 
 def debian_corpus(name: str) -> Corpus:
     """Load an installed Debian documentation corpus by name (see the module table), or ``all`` of them
-    as one web of three hosts. Raises :class:`CorpusNotInstalled` with the apt-get command if absent."""
+    as one web of three hosts (the experiment corpora are not in it). Raises :class:`CorpusNotInstalled` with the apt-get command if absent."""
     if name == ALL:
-        known = [require_installed(n) for n in DEBIAN_CORPORA]
+        known = [require_installed(n) for n, c in DEBIAN_CORPORA.items() if not c.experiment]
         return load_multi_host(
             [(c.root, c.base_url) for c in known], path_map=known_path_map(), name="debian:all"
         )

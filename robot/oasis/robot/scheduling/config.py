@@ -43,6 +43,15 @@ class ControllerConfig:
     carry: float = 50.0  # residual: visits a shipped table counts at most per state on a new web
     # the table a robot starts from when none is given: "empty" or "shipped" (the package's trained table)
     start: str = "empty"
+    # residual: visits a shipped table's per-state rows count at most (None: ``carry``); the pooled fit keeps
+    # ``carry``: the calibration's shape transfers, a state's correction (in another web's units) less so
+    carry_state: float | None = None
+    fit_prior: float = 0.0  # residual: pseudo-samples shrinking the fit's two slopes to one (greedy-anchor's)
+    calibrate: bool = True  # residual: False keeps greedy-anchor's estimate b_i (a = 0, wp = wa = 1)
+    # residual: the URL directory's learned correction d(D) (the shrunk mean residual of the fetched pages in
+    # the same directory) added with this weight (0: off); ``dir_shrink`` pseudo-samples at 0
+    dir_weight: float = 0.0
+    dir_shrink: float = 3.0
 
     @property
     def residual(self) -> bool:
@@ -67,6 +76,10 @@ class ControllerConfig:
             raise ValueError(f"index must be 'state' or 'residual', got {self.index!r}")
         if self.shrink < 0.0 or self.child_weight < 0.0 or self.carry < 0.0 or self.w_min <= 0.0:
             raise ValueError("shrink, child_weight and carry must be >= 0 and w_min > 0")
+        if self.fit_prior < 0.0 or self.dir_weight < 0.0 or self.dir_shrink < 0.0:
+            raise ValueError("fit_prior, dir_weight and dir_shrink must be >= 0")
+        if self.carry_state is not None and self.carry_state < 0.0:
+            raise ValueError("carry_state must be >= 0")
         if self.start not in ("empty", "shipped"):
             raise ValueError(f"start must be 'empty' or 'shipped', got {self.start!r}")
         if self.recrawl_rekey < 1:

@@ -117,23 +117,31 @@ def calibration(
     say: float,
     *,
     w_min: float,
+    prior: float = 0.0,
 ) -> Calibration:
     """Least squares of the samples y on the parent relevance p and the anchor relevance a of the fetched
     documents, from the sums (n, sum p, sum a, sum y, sum p^2, sum a^2, sum p a, sum p y, sum a y); each slope
     floored at ``w_min`` (> 0: a larger parent or anchor relevance never lowers the estimate). When p and a
     cannot be told apart (no spread in one, or collinear), one slope for p + a (greedy-anchor's sum); with no
-    spread at all, slope 1 and a = mean(y - p - a)."""
+    spread at all, slope 1 and a = mean(y - p - a).
+
+    ``prior`` > 0 (``ControllerConfig.fit_prior``): the two slopes are shrunk towards the one common slope on
+    b = p + a (greedy-anchor's ratio) with ``prior`` pseudo-samples, ``w' = (n w + prior w_b) / (n + prior)``
+    (the intercept re-fitted), so a few noisy samples cannot tilt the order far from greedy-anchor's."""
     if n <= 0.0:
         return Calibration(0.0, 1.0, 1.0)
     mp, ma, my = sp / n, sa / n, sy / n
     vpp, vaa, vpa = spp / n - mp * mp, saa / n - ma * ma, spa / n - mp * ma
     vpy, vay = spy / n - mp * my, say / n - ma * my
     det = vpp * vaa - vpa * vpa
+    vbb, vby = vpp + vaa + 2.0 * vpa, vpy + vay  # one slope on b = p + a
     if vpp > 1e-12 and vaa > 1e-12 and det > 1e-6 * vpp * vaa:
         wp = max((vaa * vpy - vpa * vay) / det, w_min)
         wa = max((vpp * vay - vpa * vpy) / det, w_min)
+        if prior > 0.0:
+            w = max(vby / vbb, w_min)
+            wp, wa = (n * wp + prior * w) / (n + prior), (n * wa + prior * w) / (n + prior)
         return Calibration(my - wp * mp - wa * ma, wp, wa)
-    vbb, vby = vpp + vaa + 2.0 * vpa, vpy + vay  # one slope on b = p + a
     if vbb <= 1e-12:
         return Calibration(my - mp - ma, 1.0, 1.0)
     w = max(vby / vbb, w_min)
@@ -149,3 +157,11 @@ def state_correction(
     if n <= 0.0:
         return 0.0
     return n * (mean_y - fit.estimate(mean_p, mean_a)) / (n + shrink)
+
+
+def shrunk_mean(mean: float, n: float, shrink: float) -> float:
+    """The mean of ``n`` samples shrunk towards 0 with ``shrink`` pseudo-samples: ``n mean / (n + shrink)``
+    (0 when nothing was seen): the empirical-Bayes estimate of a directory's correction d(D)."""
+    if n <= 0.0:
+        return 0.0
+    return n * mean / (n + shrink)

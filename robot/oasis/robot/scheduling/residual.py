@@ -38,6 +38,7 @@ from oasis.robot.scheduling.equations import (
     calibration,
     residual_index,
     running_mean,
+    shrunk_mean,
     state_correction,
 )
 from oasis.robot.scheduling.frontier import Frontier, HostReady
@@ -58,17 +59,24 @@ def on_grid(x: float) -> float:
 
 FIT = ("fit:1", "fit:2", "fit:3")  # the pooled sums: [n, Sp, Sa], [Sy, Spp, Saa], [Spa, Spy, Say]
 ANCHOR_ROW = "ar|"  # + state: [mean anchor relevance of its samples, 0, n] beside the state's own row
+DIR_ROW = "dr|"  # + URL directory: [mean residual of its fetched pages, 0, n] (web-specific: never shipped)
 
 
-def cap_visits(table: QTable, carry: float) -> QTable:
-    """A copy of ``table`` that counts at most ``carry`` samples per state (the means are kept) and at most
-    ``carry`` in the pooled fit (its sums scaled down): a shipped table is a prior of that weight on a new
-    web, which the web's own fetches soon outweigh."""
+def url_directory(url: str) -> str:
+    """The URL up to its last ``/`` (scheme and host included): the directory d(D) is learned for."""
+    return url[: url.rfind("/") + 1]
+
+
+def cap_visits(table: QTable, carry: float, carry_state: float | None = None) -> QTable:
+    """A copy of ``table`` that counts at most ``carry_state`` (default ``carry``) samples per state (the
+    means are kept) and at most ``carry`` in the pooled fit (its sums scaled down): a shipped table is a prior
+    of that weight on a new web, which the web's own fetches soon outweigh."""
     out = table.copy()
     rows = out.rows()
+    cap = carry if carry_state is None else carry_state
     for state, row in list(rows.items()):
         if state not in FIT:
-            out.put(state, (row[0], row[1], min(row[2], carry)))
+            out.put(state, (row[0], row[1], min(row[2], cap)))
     fit = rows.get(FIT[0])
     if fit is not None and fit[0] > carry > 0:
         scale = carry / fit[0]
@@ -82,7 +90,7 @@ def cap_visits(table: QTable, carry: float) -> QTable:
 SHIPPED_TABLE = "shipped_q.json"  # package data beside this module: the table trained on the training split
 
 
-def shipped_table(carry: float) -> QTable:
+def shipped_table(carry: float, carry_state: float | None = None) -> QTable:
     """The shipped table (package data), capped at ``carry`` samples per state (:func:`cap_visits`); an empty
     table if the package has none."""
     from importlib.resources import files
@@ -90,14 +98,14 @@ def shipped_table(carry: float) -> QTable:
     resource = files("oasis.robot.scheduling").joinpath(SHIPPED_TABLE)
     if not resource.is_file():
         return QTable(0.0)
-    return cap_visits(QTable.from_dict(json.loads(resource.read_text(encoding="utf-8"))), carry)
+    return cap_visits(QTable.from_dict(json.loads(resource.read_text(encoding="utf-8"))), carry, carry_state)
 
 
 def start_table(config: Any) -> QTable:
     """The table a controller with ``config`` starts from when it is given none: the shipped one (capped at
     ``config.carry``) for the residual index with ``start="shipped"``, else an empty table."""
     if config.residual and config.start == "shipped":
-        return shipped_table(config.carry)
+        return shipped_table(config.carry, config.carry_state)
     return QTable(config.q_init)
 
 
@@ -110,7 +118,7 @@ class ResidualIndex:
         self.config = config
         self._table = table
         if q is None:
-            q = shipped_table(config.carry) if config.start == "shipped" else QTable(0.0)
+            q = shipped_table(config.carry, config.carry_state) if config.start == "shipped" else QTable(0.0)
         self.q = (
             q  # learned in place (a replay carries it from traversal to traversal); learn=False: read only
         )
@@ -127,6 +135,12 @@ class ResidualIndex:
         self.anchor = table.column("d")  # the anchor part of that link (pr_i = b_i - ar_i)
         self.fit = Calibration(0.0, 1.0, 1.0)
         self._next_fit = 0.0
+        # the directory term: d(D) of a document's URL directory, as of the last re-fit (``published``), is
+        # part of its within-state key (the state's c(x) stays the group's, re-keyed after every fetch)
+        self.dirs = config.dir_weight > 0.0
+        self.directory: list[str | None] = table.list_column()  # per document: its URL directory (shared)
+        self._interned: dict[str, str] = {}  # one string object per directory
+        self.published: dict[str, float] = {}  # directory -> on-grid d(D) as of the last re-fit
         self.refit()
 
     def use(self, q: QTable) -> None:
@@ -137,12 +151,38 @@ class ResidualIndex:
         """The pooled calibration (least squares of the samples y on pr_i and ar_i, slopes floored at
         ``w_min``); called when the pooled count doubles (the caller re-keys every state)."""
         rows = self.q.rows()
+        cfg = self.config
         fit = [rows.get(name) for name in FIT]
         if fit[0] is None or fit[1] is None or fit[2] is None or fit[0][0] <= 0.0:
             self.fit, self._next_fit = Calibration(0.0, 1.0, 1.0), 8.0
-            return
-        self.fit = calibration(*fit[0], *fit[1], *fit[2], w_min=self.config.w_min)
-        self._next_fit = max(8.0, 2.0 * fit[0][0])
+        else:
+            if cfg.calibrate:  # (else greedy-anchor's estimate b_i stays; a re-fit only re-keys)
+                self.fit = calibration(*fit[0], *fit[1], *fit[2], w_min=cfg.w_min, prior=cfg.fit_prior)
+            self._next_fit = max(8.0, 2.0 * fit[0][0])
+        if self.dirs:  # every directory's d(D) as of this re-fit (a directory without a row: 0)
+            self.published = {
+                name[len(DIR_ROW) :]: on_grid(self.dir_correction(name[len(DIR_ROW) :]))
+                for name in rows
+                if name.startswith(DIR_ROW)
+            }
+
+    def dir_correction(self, directory: str) -> float:
+        """d(D) = dir_weight x the directory's mean residual shrunk with ``dir_shrink`` pseudo-samples."""
+        row = self.q.rows().get(DIR_ROW + directory)
+        if row is None:
+            return 0.0
+        return self.config.dir_weight * shrunk_mean(row[0], row[2], self.config.dir_shrink)
+
+    def published_dir(self, doc: int) -> float:
+        """On-grid d(D) of the document's URL directory as of the last re-fit (0 without the term)."""
+        directory = self.directory[doc]
+        return 0.0 if directory is None else self.published.get(directory, 0.0)
+
+    def group(self, doc: int) -> str:
+        """The fringe group of a document: its state."""
+        state = self.states[doc]
+        assert state is not None
+        return state
 
     def correction(self, state: str) -> float:
         """c(x): the shrunk mean residual of the state over the pooled calibration (0 if never fetched)."""
@@ -158,9 +198,17 @@ class ResidualIndex:
         if parent_url is None:
             return SEED_STATE
         if self._key is not None:
-            return self._key(pr, ar, depth)
-        table = self._table
-        return self.extract(DiscoveryContext(url, parent_url, pr, ar, depth, table.hosts[table.host_id[doc]]))
+            state = self._key(pr, ar, depth)
+        else:
+            host = self._table.hosts[self._table.host_id[doc]]
+            state = self.extract(DiscoveryContext(url, parent_url, pr, ar, depth, host))
+        if self.dirs:
+            self.set_directory(doc, url)
+        return state
+
+    def set_directory(self, doc: int, url: str) -> None:
+        directory = url_directory(url)
+        self.directory[doc] = self._interned.setdefault(directory, directory)
 
     def state_key(self, state: str) -> float:
         """The on-grid c(x) a state adds to its documents' keys (0 for the seeds)."""
@@ -173,14 +221,14 @@ class ResidualIndex:
             return SEED_KEY
         b = self.base[doc]
         ar = self.anchor[doc]
+        if self.dirs:  # + d(D) as of the last re-fit
+            return on_grid(self.fit.estimate(b - ar, ar) + TIE_WEIGHT * b + self.published_dir(doc))
         return on_grid(self.fit.estimate(b - ar, ar) + TIE_WEIGHT * b)
 
     def key(self, doc: int) -> float:
         """The queue key of a fringe document: Q_i(1) = a + wp pr_i + wa ar_i + c(x) plus the tie-break,
         on the grid of :func:`on_grid` (``state_key + inner``, an exact sum)."""
-        state = self.states[doc]
-        assert state is not None
-        return self.state_key(state) + self.inner(doc)
+        return self.state_key(self.group(doc)) + self.inner(doc)
 
     def value(self, doc: int) -> float:
         """max_u Q_i(u) = Q_i(1) of a fringe document (Eq. 10 child term); a seed is worth 1."""
@@ -188,6 +236,9 @@ class ResidualIndex:
         if state == SEED_STATE or state is None:
             return 1.0
         ar = self.anchor[doc]
+        if self.dirs:
+            corr = self.correction(state) + self.published_dir(doc)
+            return residual_index(self.fit.estimate(self.base[doc] - ar, ar), corr)
         return residual_index(self.fit.estimate(self.base[doc] - ar, ar), self.correction(state))
 
     def learn(self, doc: int, g: float, children: list[int], q_next: float) -> bool:
@@ -207,6 +258,12 @@ class ResidualIndex:
         q = self.q
         rows = q.rows()
         zero = (0.0, 0.0, 0.0)
+        if self.dirs:  # the directory's residual over the rest of the estimate, before this sample moves it
+            e = y - self.fit.estimate(pr, ar) - self.correction(state)
+            name = DIR_ROW + (self.directory[doc] or "")
+            drow = rows.get(name, zero)
+            nd = drow[2] + 1.0
+            q.put(name, (running_mean(drow[0], e, nd), 0.0, nd))
         row = rows.get(state, zero)
         arow = rows.get(ANCHOR_ROW + state, zero)
         n = row[2] + 1.0
@@ -319,8 +376,7 @@ class ResidualFringe:
 
     def push(self, doc: int) -> None:
         idx = self.index
-        state = idx.states[doc]
-        assert state is not None
+        state = idx.group(doc)
         inner, host = idx.inner(doc), self._table.host_id[doc]
         queue = self.queues.get(state)
         if queue is not None and doc in queue:
@@ -341,7 +397,7 @@ class ResidualFringe:
             self._bound()
 
     def remove(self, doc: int) -> None:
-        state = self.index.states[doc]
+        state = self.index.group(doc) if self.index.states[doc] is not None else None
         queue = self.queues.get(state) if state is not None else None
         if queue is None or doc not in queue:
             return
@@ -353,7 +409,8 @@ class ResidualFringe:
             self._announce(state)  # type: ignore[arg-type]
 
     def rekey(self, state: str) -> None:
-        """c(x) of ``state`` moved: one state-heap entry."""
+        """c(x) of ``state`` (with the directory term: d(D) of the group ``state``) moved: one state-heap
+        entry."""
         if state in self.queues:
             self.corr[state] = self.index.state_key(state)
             self._announce(state)
@@ -367,6 +424,23 @@ class ResidualFringe:
             queue = _StateQueue()
             if state == SEED_STATE:
                 queue._live = {doc: (SEED_KEY, seq) for doc, (_p, seq) in old._live.items()}
+            elif idx.dirs:  # idx.inner(doc) with d(D), inlined as below
+                pub, directory = idx.published, idx.directory
+                queue._live = {
+                    doc: (
+                        (
+                            a
+                            + wp * (base[doc] - anchor[doc])
+                            + wa * anchor[doc]
+                            + TIE_WEIGHT * base[doc]
+                            + (0.0 if directory[doc] is None else pub.get(directory[doc], 0.0))  # type: ignore[arg-type]
+                            + GRID
+                        )
+                        - GRID,
+                        seq,
+                    )
+                    for doc, (_p, seq) in old._live.items()
+                }
             else:  # idx.inner(doc), inlined (the same operations in the same order: the same floats)
                 queue._live = {
                     doc: (
@@ -482,6 +556,7 @@ def _make_class() -> type:
             self.fringe = ResidualFringe(self.index, self.docs)
             self._restore_anchor: dict[int, float] = {}  # doc -> anchor part, during load_state only
             self._restore_fit: list[float] | None = None  # (a, wp, wa, next re-fit), during load_state only
+            self._restore_published: dict[str, float] = {}  # c(x) as of the last re-fit, during load_state
 
         @property
         def q(self) -> QTable:
@@ -531,7 +606,7 @@ def _make_class() -> type:
             if self.index.learn(doc, g, children, 0.0):
                 self.fringe.rebuild()
             elif state is not None:
-                self.fringe.rekey(state)
+                self.fringe.rekey(self.index.group(doc))
 
         def _fringe_value(self) -> float:
             """b_i + c(x) = Q_i(1) = v_i / (1 - gamma) of the best fringe document (relevance per fetch, the
@@ -554,6 +629,8 @@ def _make_class() -> type:
             out = super().state_dict()
             idx = self.index
             out["fit"] = [*idx.fit, idx._next_fit]  # the calibration in use (re-fitted only at doublings)
+            if idx.dirs:  # and the corrections c(x) as of that re-fit
+                out["published"] = dict(idx.published)
             anchor, status = idx.anchor, self.docs.status
             out["anchor"] = [
                 [doc, anchor[doc]] for doc, st in enumerate(status) if st in (FRINGE, FLIGHT) and anchor[doc]
@@ -565,13 +642,16 @@ def _make_class() -> type:
             self._restore_anchor = {int(doc): float(a) for doc, a in state.get("anchor", [])}
             fit = state.get("fit")
             self._restore_fit = [float(v) for v in fit] if isinstance(fit, list) and len(fit) == 4 else None
+            self._restore_published = {str(k): float(v) for k, v in state.get("published", {}).items()}
             try:
                 super().load_state(state)
             finally:
-                self._restore_anchor, self._restore_fit = {}, None
+                self._restore_anchor, self._restore_fit, self._restore_published = {}, None, {}
 
         def _restore_fringe(self, doc: int, dstate: str | None) -> None:
             self.index.states[doc] = dstate if dstate is not None else SEED_STATE
+            if self.index.dirs:
+                self.index.set_directory(doc, self.docs.urls[doc])
             self.index.base[doc] = self.docs.key[doc]
             self.index.anchor[doc] = self._restore_anchor.get(doc, 0.0)
             self.fringe.push(doc)
@@ -589,6 +669,7 @@ def _make_class() -> type:
             if self._restore_fit is not None:  # a checkpoint: the calibration that was in use, not a re-fit
                 a, wp, wa, next_fit = self._restore_fit
                 self.index.fit, self.index._next_fit = Calibration(a, wp, wa), next_fit
+                self.index.published = dict(self._restore_published)
 
         def save_q(self, path: str | os.PathLike[str]) -> None:
             self.index.save(path)
