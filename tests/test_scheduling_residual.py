@@ -278,9 +278,12 @@ def test_a_checkpoint_restores_every_fringe_key_and_the_next_decisions() -> None
 
 
 def test_the_shipped_table_is_package_data_and_the_default(tmp_path: Path) -> None:
-    table = shipped_table(SHIPPED.carry)
+    table = shipped_table(SHIPPED.carry, SHIPPED.carry_state)
     states = [k for k in table.rows() if k.startswith("g:")]
-    assert len(states) >= 10 and all(table.rows()[k][2] <= SHIPPED.carry for k in states)
+    assert SHIPPED.carry_state == 0.0  # only the pooled calibration carries (as SHIPPED.carry samples)
+    assert len(states) >= 10 and all(table.rows()[k][2] == 0.0 for k in states)
+    assert table.rows()[FIT[0]][0] == SHIPPED.carry
+    assert not any(k.startswith(DIR_ROW) for k in table.rows())  # directories are web-specific
     assert SHIPPED.start == "shipped" and SHIPPED.residual
     # make_controller without a table (the live robot on its first start) starts from it
     ctl = make_controller("whittle", rng=random.Random(0), config=SHIPPED)
@@ -303,7 +306,7 @@ def test_replay_whittle_starts_from_the_shipped_table(small_web: object) -> None
     cfg = ExperimentConfig(policies=("whittle",), traversals=1, controller=replace(SHIPPED, learn=False))
     experiment = Experiment(small_web, cfg)  # type: ignore[arg-type]
     experiment.run()
-    assert experiment.q_tables["whittle"].rows() == shipped_table(SHIPPED.carry).rows()
+    assert experiment.q_tables["whittle"].rows() == shipped_table(SHIPPED.carry, SHIPPED.carry_state).rows()
 
 
 def test_training_split_tool_measures_against_greedy_anchor(tmp_path: Path) -> None:

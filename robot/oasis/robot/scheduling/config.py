@@ -88,10 +88,12 @@ class ControllerConfig:
 
 # The robot as shipped (issue 10 item 4; ``oasis replay --policies whittle`` and the live robot's default):
 # the generalising state (4 parent-relevance bins, 2 anchor bins, depth), the residual index (greedy-anchor's
-# exact estimate b_i under a pooled linear calibration plus a state's shrunk correction c(x)), no child term,
-# and the Q-table trained on the training split (package data scheduling/shipped_q.json), counted as at most
-# 10 samples per state on a new web. Every value was chosen on the training split of docs/replay.md "The
-# shipped robot" (synthetic seeds 1-3, postgresql-doc-15) and never on the evaluation split.
+# exact estimate b_i under a pooled linear calibration whose two slopes are shrunk towards one with 128
+# pseudo-samples, plus a state's shrunk correction c(x) and the URL directory's d(D)), no child term, and the
+# Q-table trained on the training split (package data scheduling/shipped_q.json), of which only the pooled
+# calibration carries to a new web (counted as 10 samples; no state's correction: carry_state 0). Every value
+# was chosen on the training split of docs/replay.md "The shipped robot" (synthetic seeds 1-3,
+# postgresql-doc-15) and never on an evaluation split.
 SHIPPED = ControllerConfig(
     state="generalising",
     prior="anchor",
@@ -102,5 +104,9 @@ SHIPPED = ControllerConfig(
     shrink=3.0,
     child_weight=0.0,
     carry=10.0,
+    carry_state=0.0,
+    fit_prior=128.0,
+    dir_weight=1.0,
+    dir_shrink=3.0,
     start="shipped",
 )

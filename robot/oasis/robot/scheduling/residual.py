@@ -138,9 +138,10 @@ class ResidualIndex:
         # the directory term: d(D) of a document's URL directory, as of the last re-fit (``published``), is
         # part of its within-state key (the state's c(x) stays the group's, re-keyed after every fetch)
         self.dirs = config.dir_weight > 0.0
-        self.directory: list[str | None] = table.list_column()  # per document: its URL directory (shared)
-        self._interned: dict[str, str] = {}  # one string object per directory
-        self.published: dict[str, float] = {}  # directory -> on-grid d(D) as of the last re-fit
+        # per document: DIR_ROW + its URL directory, the name of the directory's table row (one shared string)
+        self.directory: list[str | None] = table.list_column()
+        self._interned: dict[str, str] = {}  # URL directory -> its row name
+        self.published: dict[str, float] = {}  # directory row name -> on-grid d(D) as of the last re-fit
         self.refit()
 
     def use(self, q: QTable) -> None:
@@ -160,23 +161,20 @@ class ResidualIndex:
                 self.fit = calibration(*fit[0], *fit[1], *fit[2], w_min=cfg.w_min, prior=cfg.fit_prior)
             self._next_fit = max(8.0, 2.0 * fit[0][0])
         if self.dirs:  # every directory's d(D) as of this re-fit (a directory without a row: 0)
-            self.published = {
-                name[len(DIR_ROW) :]: on_grid(self.dir_correction(name[len(DIR_ROW) :]))
-                for name in rows
-                if name.startswith(DIR_ROW)
-            }
+            d = self.dir_correction
+            self.published = {name: on_grid(d(name)) for name in rows if name.startswith(DIR_ROW)}
 
-    def dir_correction(self, directory: str) -> float:
-        """d(D) = dir_weight x the directory's mean residual shrunk with ``dir_shrink`` pseudo-samples."""
-        row = self.q.rows().get(DIR_ROW + directory)
+    def dir_correction(self, name: str) -> float:
+        """d(D) = dir_weight x the directory's mean residual shrunk with ``dir_shrink`` pseudo-samples
+        (``name`` = DIR_ROW + the URL directory)."""
+        row = self.q.rows().get(name)
         if row is None:
             return 0.0
         return self.config.dir_weight * shrunk_mean(row[0], row[2], self.config.dir_shrink)
 
     def published_dir(self, doc: int) -> float:
         """On-grid d(D) of the document's URL directory as of the last re-fit (0 without the term)."""
-        directory = self.directory[doc]
-        return 0.0 if directory is None else self.published.get(directory, 0.0)
+        return self.published.get(self.directory[doc], 0.0)  # type: ignore[arg-type]
 
     def group(self, doc: int) -> str:
         """The fringe group of a document: its state."""
@@ -202,13 +200,20 @@ class ResidualIndex:
         else:
             host = self._table.hosts[self._table.host_id[doc]]
             state = self.extract(DiscoveryContext(url, parent_url, pr, ar, depth, host))
-        if self.dirs:
-            self.set_directory(doc, url)
+        if self.dirs:  # set_directory, inlined
+            directory = url[: url.rfind("/") + 1]
+            name = self._interned.get(directory)
+            if name is None:
+                name = self._interned[directory] = DIR_ROW + directory
+            self.directory[doc] = name
         return state
 
     def set_directory(self, doc: int, url: str) -> None:
         directory = url_directory(url)
-        self.directory[doc] = self._interned.setdefault(directory, directory)
+        name = self._interned.get(directory)
+        if name is None:
+            name = self._interned[directory] = DIR_ROW + directory
+        self.directory[doc] = name
 
     def state_key(self, state: str) -> float:
         """The on-grid c(x) a state adds to its documents' keys (0 for the seeds)."""
@@ -221,8 +226,9 @@ class ResidualIndex:
             return SEED_KEY
         b = self.base[doc]
         ar = self.anchor[doc]
-        if self.dirs:  # + d(D) as of the last re-fit
-            return on_grid(self.fit.estimate(b - ar, ar) + TIE_WEIGHT * b + self.published_dir(doc))
+        if self.dirs:  # + d(D) as of the last re-fit (published_dir, inlined)
+            d = self.published.get(self.directory[doc], 0.0)  # type: ignore[arg-type]
+            return on_grid(self.fit.estimate(b - ar, ar) + TIE_WEIGHT * b + d)
         return on_grid(self.fit.estimate(b - ar, ar) + TIE_WEIGHT * b)
 
     def key(self, doc: int) -> float:
@@ -258,18 +264,21 @@ class ResidualIndex:
         q = self.q
         rows = q.rows()
         zero = (0.0, 0.0, 0.0)
-        if self.dirs:  # the directory's residual over the rest of the estimate, before this sample moves it
-            e = y - self.fit.estimate(pr, ar) - self.correction(state)
-            name = DIR_ROW + (self.directory[doc] or "")
-            drow = rows.get(name, zero)
-            nd = drow[2] + 1.0
-            q.put(name, (running_mean(drow[0], e, nd), 0.0, nd))
         row = rows.get(state, zero)
-        arow = rows.get(ANCHOR_ROW + state, zero)
+        astate = ANCHOR_ROW + state
+        arow = rows.get(astate, zero)
+        if self.dirs:  # the directory's residual over the rest of the estimate (c(x) before this sample)
+            fit = self.fit
+            corr = state_correction(row[0], arow[0], row[1], row[2], fit, cfg.shrink)  # correction(state)
+            e = y - (fit.a + fit.wp * pr + fit.wa * ar) - corr  # fit.estimate(pr, ar)
+            name = self.directory[doc]
+            drow = rows.get(name, zero)  # type: ignore[arg-type]
+            nd = drow[2] + 1.0
+            q.put(name, (drow[0] + (e - drow[0]) / nd, 0.0, nd))  # type: ignore[arg-type]  # running_mean
         n = row[2] + 1.0
         # Q(x, 1) of the state: Eq. 10 with the step size 1 / n; beside it the state's mean parent relevance
         q.put(state, (running_mean(row[0], pr, n), running_mean(row[1], y, n), n))
-        q.put(ANCHOR_ROW + state, (running_mean(arow[0], ar, n), arow[1], n))
+        q.put(astate, (running_mean(arow[0], ar, n), arow[1], n))
         f1, f2, f3 = (rows.get(name, zero) for name in FIT)
         f1 = (f1[0] + 1.0, f1[1] + pr, f1[2] + ar)
         q.put(FIT[0], f1)
@@ -433,7 +442,7 @@ class ResidualFringe:
                             + wp * (base[doc] - anchor[doc])
                             + wa * anchor[doc]
                             + TIE_WEIGHT * base[doc]
-                            + (0.0 if directory[doc] is None else pub.get(directory[doc], 0.0))  # type: ignore[arg-type]
+                            + pub.get(directory[doc], 0.0)  # type: ignore[arg-type]
                             + GRID
                         )
                         - GRID,
