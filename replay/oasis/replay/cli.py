@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--policies",
         default="upper,random,bfs,greedy-oracle,greedy-parent,greedy-anchor,whittle:parent,whittle:hybrid",
         help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-anchor, "
-        "greedy-lookahead, whittle, whittle:STATE",
+        "greedy-anchor-dir, greedy-lookahead, whittle, whittle:STATE",
     )
     p.add_argument("--traversals", type=int, default=10, help="traversals of the graph for learning policies")
     p.add_argument("--budget", type=int, default=None, help="fetches per run (default: all reachable pages)")
@@ -103,6 +103,21 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--w-min", type=float, default=SHIPPED.w_min, help="residual: floor of the slope on b")
     p.add_argument(
         "--carry", type=float, default=SHIPPED.carry, help="residual: visits a shipped table counts"
+    )
+    p.add_argument(
+        "--carry-state",
+        type=float,
+        default=SHIPPED.carry_state,
+        help="residual: visits a shipped table's per-state rows count (default: as shipped)",
+    )
+    p.add_argument(
+        "--fit-prior",
+        type=float,
+        default=SHIPPED.fit_prior,
+        help="residual: pseudo-samples shrinking the calibration's slopes towards one",
+    )
+    p.add_argument(
+        "--dir-weight", type=float, default=SHIPPED.dir_weight, help="residual: weight of the directory term"
     )
     p.add_argument(
         "--start",
@@ -180,6 +195,9 @@ def run(args: argparse.Namespace) -> int:
             shrink=args.shrink,
             child_weight=args.child_weight,
             carry=args.carry,
+            carry_state=args.carry_state,
+            fit_prior=args.fit_prior,
+            dir_weight=args.dir_weight,
             w_min=args.w_min,
             start=args.start,
         )
