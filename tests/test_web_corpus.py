@@ -263,6 +263,33 @@ def test_debian_corpus_not_installed_message(monkeypatch: pytest.MonkeyPatch, tm
         debian_corpus("postgresql-doc-15")
 
 
+def test_experiment_corpora_are_known_but_not_part_of_all(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The holdout corpora of issue 10 (experiment corpora): known by name with their apt-get package, never
+    needed by ``debian:all`` (an absent one does not stop it from loading what it needs)."""
+    from dataclasses import replace
+
+    from oasis.web import corpora
+
+    experiment = [n for n, c in DEBIAN_CORPORA.items() if c.experiment]
+    assert experiment == ["python-sqlalchemy-doc", "python-celery-doc"]
+    for name in experiment:
+        absent = replace(DEBIAN_CORPORA[name], root=tmp_path / "absent")
+        monkeypatch.setitem(corpora.DEBIAN_CORPORA, name, absent)
+        with pytest.raises(CorpusNotInstalled, match=f"apt-get install {name}"):
+            debian_corpus(name)
+    calls: list[list[tuple[Path, str]]] = []
+    monkeypatch.setattr(corpora, "require_installed", lambda name: corpora.DEBIAN_CORPORA[name])
+    monkeypatch.setattr(corpora, "load_multi_host", lambda roots, **kw: calls.append(roots))
+    debian_corpus("all")
+    assert [url for _root, url in calls[0]] == [
+        "http://postgresql.docs.local/",
+        "http://python.docs.local/",
+        "http://django.docs.local/",
+    ]
+
+
 def _need(name: str) -> None:
     try:
         require_installed(name)

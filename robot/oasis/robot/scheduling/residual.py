@@ -22,7 +22,14 @@ of the immediate estimate, E[r - b | x]).
 The Q-table holds, per state, ``[gamma c(x), c(x), n]`` (so its own Eq. 9 index is (1 - gamma) c(x)): the
 same file format as the state-index learner's, so a table learned on training webs ships and loads the
 same way (``load_q`` / ``q=``); a table given at start counts at most ``carry`` visits per state, so a new
-web's own fetches soon outweigh it.
+web's own fetches soon outweigh it (``carry_state``: the per-state rows count less, 0 as shipped: a state's
+correction is in the units of the webs it was learned on, the pooled calibration's shape transfers).
+
+Session 5 (docs/replay.md "Session 5"): the calibration's two slopes may be shrunk towards greedy-anchor's
+common slope (``fit_prior`` pseudo-samples), and the URL directory D of a page may add its learned correction
+d(D) (``dir_weight`` x the shrunk mean residual of the directory's fetched pages; rows ``dr|`` + directory,
+web-specific): Q_i(1) = a + wp p_i + wa a_i + c(x) + d(D_i). d(D) enters the keys as of the last re-fit (it
+is part of each page's within-state key), so the queue keeps one re-key per fetch.
 """
 
 from __future__ import annotations
