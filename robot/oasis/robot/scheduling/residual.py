@@ -148,6 +148,7 @@ class ResidualIndex:
         # per document: DIR_ROW + its URL directory, the name of the directory's table row (one shared string)
         self.directory: list[str | None] = table.list_column()
         self._interned: dict[str, str] = {}  # URL directory -> its row name
+        self._anchor_rows: dict[str, str] = {}  # state -> ANCHOR_ROW + state (built once)
         self.published: dict[str, float] = {}  # directory row name -> on-grid d(D) as of the last re-fit
         self.refit()
 
@@ -272,7 +273,9 @@ class ResidualIndex:
         rows = q.rows()
         zero = (0.0, 0.0, 0.0)
         row = rows.get(state, zero)
-        astate = ANCHOR_ROW + state
+        astate = self._anchor_rows.get(state)
+        if astate is None:
+            astate = self._anchor_rows[state] = ANCHOR_ROW + state
         arow = rows.get(astate, zero)
         if self.dirs:  # the directory's residual over the rest of the estimate (c(x) before this sample)
             fit = self.fit
@@ -286,7 +289,7 @@ class ResidualIndex:
         # Q(x, 1) of the state: Eq. 10 with the step size 1 / n; beside it the state's mean parent relevance
         q.put(state, (running_mean(row[0], pr, n), running_mean(row[1], y, n), n))
         q.put(astate, (running_mean(arow[0], ar, n), arow[1], n))
-        f1, f2, f3 = (rows.get(name, zero) for name in FIT)
+        f1, f2, f3 = rows.get(FIT[0], zero), rows.get(FIT[1], zero), rows.get(FIT[2], zero)
         f1 = (f1[0] + 1.0, f1[1] + pr, f1[2] + ar)
         q.put(FIT[0], f1)
         q.put(FIT[1], (f2[0] + y, f2[1] + pr * pr, f2[2] + ar * ar))
