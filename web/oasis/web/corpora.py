@@ -116,7 +116,8 @@ def require_installed(name: str) -> DebianCorpus:
 
 def debian_corpus(name: str) -> Corpus:
     """Load an installed Debian documentation corpus by name (see the module table), or ``all`` of them
-    as one web of three hosts (the experiment corpora are not in it). Raises :class:`CorpusNotInstalled` with the apt-get command if absent."""
+    as one web of three hosts (the experiment corpora are not in it). Raises :class:`CorpusNotInstalled`
+    with the apt-get command if absent."""
     if name == ALL:
         known = [require_installed(n) for n, c in DEBIAN_CORPORA.items() if not c.experiment]
         return load_multi_host(
