@@ -167,3 +167,20 @@ def test_scale_free_pooled_prior_uses_the_elapsed_time() -> None:
     assert hook(RecrawlArm("u", 1.0, 0.0, 0.0, 1, 0), 100.0) > 0.0
     with pytest.raises(ValueError):
         WhittleRecrawl(prior_rate=None, pooled=False)
+
+
+def test_pooled_rate_recovers_the_mean_rate_from_long_intervals() -> None:
+    """Pages with rates mean x Exp(1) (the replay's heterogeneous changes), each observed once over an
+    interval of the order of 1 / mean (a documentation web's re-crawl phase): the marginal-likelihood pooled
+    rate recovers the mean; the Poisson rate (K + c) / (E + X) of the intervals is less than half of it."""
+    rng = random.Random(5)
+    mean, t = 0.002, 700.0
+    pool = PooledChangeRate(initial_rate=None)
+    pool.clock(0.0, 1400.0)
+    for _ in range(4000):
+        pool.observe(t, rng.random() < -math.expm1(-mean * rng.expovariate(1.0) * t))
+    assert pool.rate() == pytest.approx(mean, rel=0.1)
+    assert (pool.changes + PRIOR_CHANGES) / (pool.exposure + 1400.0) < 0.5 * mean
+    # the root solves K + c = sum mu t / (1 + mu t) + mu X
+    mu = pool.rate()
+    assert pool.changes + PRIOR_CHANGES == pytest.approx(4000 * mu * t / (1 + mu * t) + mu * 1400.0, rel=1e-6)
