@@ -271,7 +271,11 @@ def test_kill_9_robot_resumes_with_its_table_and_rates(cluster: Cluster) -> None
     assert st.state == "running" and st.pages_fetched >= before_fetched // 2  # resumed counters
     wait_for("the next checkpoint", lambda: rates_path.stat().st_mtime > saved_at, timeout=90)
     after_rates = json.loads(rates_path.read_text())["docs"]
-    for url, d in before_rates.items():  # each page's history continues where the killed robot left it
-        old = d["observations"]
+    # a page a re-crawl has since found deleted on the living web leaves the rates (the hook's gone()); the
+    # others' histories continue where the killed robot left them
+    kept = [url for url in before_rates if url in after_rates]
+    assert len(kept) >= 0.8 * len(before_rates), (len(kept), len(before_rates))
+    for url in kept:
+        old = before_rates[url]["observations"]
         assert after_rates[url]["observations"][: len(old)] == old, url
     assert set(before_q) <= set(json.loads(q_path.read_text())["q"])

@@ -12,7 +12,12 @@ from replay_graphs import graph
 
 from oasis.replay.experiment import Experiment, ExperimentConfig, Prepared, resolve_seed
 from oasis.replay.simulator import CREATE, DELETE, MODIFY, ChangeModel, Replay
-from oasis.robot.scheduling.recrawl import AdaptiveFetchSchedule, ScheduleRecrawl, UniformSchedule
+from oasis.robot.scheduling.recrawl import (
+    AdaptiveFetchSchedule,
+    ScheduleRecrawl,
+    UniformSchedule,
+    freshness_index,
+)
 from oasis.web.model import Corpus, WebGraph
 
 
@@ -63,6 +68,7 @@ POLICIES = (
     "greedy-anchor+uniform",
     "greedy-anchor+adaptive",
     "greedy-oracle+whittle",
+    "greedy-anchor+whittle-true",
     "bfs+none",
 )
 
@@ -118,6 +124,33 @@ def test_recrawl_suffixes_and_defaults() -> None:
         ExperimentConfig(policies=("greedy-anchor+sometimes",))
     with pytest.raises(ValueError):
         ExperimentConfig(policies=("upper+uniform",))
+
+
+def test_true_rate_reference_uses_the_drawn_rates() -> None:
+    """``+whittle-true``: the Whittle hook with each page's true modification rate (the rates the change
+    events were drawn with: mean x Exp(1), the first draw of the run's change generator when nothing is
+    created), the same index and pooled unit as the robot's hook."""
+    g = graph({0: [1, 2, 3], 1: [4], 2: [5], 3: [0]}, 6, [0.2, 0.9, 0.5, 0.1, 0.8, 0.3])
+    rep = Replay(g, g.relevance, [0])
+    prepared = Prepared(replay=rep, corpus=Corpus(pages={}, seeds=[]), topic=None, meta={})
+    cfg = ExperimentConfig(
+        policies=("greedy-anchor+whittle-true",),
+        traversals=1,
+        budget=60,
+        seed=3,
+        changes=ChangeModel(modify_rate=0.05),
+    )
+    exp = Experiment(prepared, cfg)
+    res = exp.run()["policies"]["greedy-anchor+whittle-true"]
+    assert res["recrawl"] == "whittle-true" and res["recrawls"] > 0 and res["fetches"] == 60
+    truth = 0.05 * np.random.default_rng([3, 7]).exponential(1.0, 6)
+    assert rep.modify_rates == pytest.approx(truth)
+    hook = exp.recrawl_hook("whittle-true")
+    arm = Arm(rep.urls[4], 0.8, 2.0, 1, 0)
+    assert hook is not None
+    value = hook(arm, 12.0)
+    assert hook.pool is not None
+    assert value == pytest.approx(freshness_index(0.8, truth[4], 10.0) * hook.pool.rate())
 
 
 class Arm:

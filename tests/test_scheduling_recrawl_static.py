@@ -92,10 +92,11 @@ def test_no_change_observed_the_recrawl_index_falls_below_any_positive_fringe_va
     of value ``fringe_value`` = f > 0. The decisions at which some page's index is above f -- each one a
     fetch -- are bounded, logarithmically in the horizon: the hook's value is
     lam_pool W <= r (lam_pool a)^2 / 2 (every page's rate is at most lam_pool), so beating f needs
-    lam_pool a > s = sqrt(2 f / r_max); with the scale-free prior lam_pool = c / (E + elapsed) and
-    a <= elapsed, the re-fetched page's age a > (s / c) (E + elapsed) is added to the unchanged exposure E,
-    so E grows by a factor (1 + s / c) per such fetch, from at least s / c after the first, and never
-    exceeds n x horizon."""
+    lam_pool a > s = sqrt(2 f / r_max). With no change seen the scale-free pooled rate mu solves
+    c = Phi(mu) = mu X + sum_j mu t_j / (1 + mu t_j) (X the elapsed time); Phi(mu) / mu falls with mu. A
+    re-fetch at age a > s / mu adds mu a / (1 + mu a) > s / (1 + s) to Phi at the old mu, so the new root
+    mu' has c / mu' >= (c + s / (1 + s)) / mu: mu falls by a factor 1 + s / (c (1 + s)) per such fetch
+    (and never rises while nothing changes). It starts at c / X <= c / n; a fetch needs mu > s / horizon."""
     hook = WhittleRecrawl()
     n = len(rels)
     fetches = [1] * n
@@ -115,7 +116,7 @@ def test_no_change_observed_the_recrawl_index_falls_below_any_positive_fringe_va
             last[best] = now
     c = PRIOR_CHANGES
     s = math.sqrt(2.0 * fringe_value / max(rels))
-    bound = 1 + math.log(n * horizon * c / s) / math.log1p(s / c)
+    bound = 1 + math.log(horizon * c / (n * s)) / math.log1p(s / (c * (1 + s))) if horizon * c > n * s else 0
     assert above <= bound
     assert hook.pool is not None and hook.pool.changes == 0
     # the rate every page is estimated at is at most the pooled rate, which fell with the unchanged exposure
@@ -129,19 +130,26 @@ def test_pooled_prior_hand_worked_and_learns_from_every_page() -> None:
     a = ChangeRateEstimator(pool=pool)
     b = ChangeRateEstimator(pool=pool)
     assert b.rate() == pytest.approx(0.1)
-    a.observe(95.0, False)  # pooled: 0.5 / (95 + 5) = 0.005
-    assert pool.rate() == pytest.approx(0.005)
+    # pooled (Lomax marginal likelihood, exposure X = c / lam0 = 5): 0.5 = 95 mu / (1 + 95 mu) + 5 mu, i.e.
+    # 475 mu^2 + 52.5 mu - 0.5 = 0, mu = (sqrt(52.5^2 + 950) - 52.5) / 950 = 0.008820 (the Poisson rate
+    # 0.5 / (95 + 5) = 0.005 is its lower end)
+    a.observe(95.0, False)
+    mu1 = (math.sqrt(52.5**2 + 4 * 475 * 0.5) - 52.5) / (2 * 475)
+    assert mu1 == pytest.approx(0.0088200, abs=1e-7)
+    assert pool.rate() == pytest.approx(mu1, rel=1e-9)
     # b has seen nothing itself, but its prior fell with a's unchanged observation
-    assert b.rate() == pytest.approx(0.005)
-    # a's posterior mean with no change: 1 / (T + 1 / lam_pool) = 1 / (95 + 200)
-    assert a.rate() == pytest.approx(1.0 / 295.0)
-    # a change anywhere raises every page's prior
-    b.observe(5.0, True)  # pooled: (1 + 0.5) / (100 + 5)
-    assert pool.rate() == pytest.approx(1.5 / 105.0)
-    assert a.rate() == pytest.approx(1.0 / (95.0 + 105.0 / 1.5))
-    # b: posterior mode = MLE with 1 / lam_pool added to the unchanged time: 5 / (e^{5 lam} - 1) = 70
+    assert b.rate() == pytest.approx(mu1, rel=1e-9)
+    # a's posterior mean with no change: 1 / (T + 1 / lam_pool)
+    assert a.rate() == pytest.approx(1.0 / (95.0 + 1.0 / mu1), rel=1e-9)
+    # a change anywhere raises every page's prior: 1.5 = 95 mu / (1 + 95 mu) + 5 mu / (1 + 5 mu) + 5 mu
+    b.observe(5.0, True)
+    mu2 = pool.rate()
+    assert 95 * mu2 / (1 + 95 * mu2) + 5 * mu2 / (1 + 5 * mu2) + 5 * mu2 == pytest.approx(1.5, rel=1e-9)
+    assert mu2 == pytest.approx(0.072308, abs=1e-6)  # (K + c) / (E + X) = 1.5 / 105 is its lower end
+    assert a.rate() == pytest.approx(1.0 / (95.0 + 1.0 / mu2), rel=1e-9)
+    # b: posterior mode = MLE with 1 / lam_pool added to the unchanged time: 5 / (e^{5 lam} - 1) = 1 / mu2
     lam_b = b.rate()
-    assert 5.0 / math.expm1(5.0 * lam_b) == pytest.approx(70.0, rel=1e-6)
+    assert 5.0 / math.expm1(5.0 * lam_b) == pytest.approx(1.0 / mu2, rel=1e-6)
     # without a pool the estimator keeps its fixed prior (the research harness's behaviour)
     assert ChangeRateEstimator(prior_rate=0.2).rate() == 0.2
 
@@ -152,8 +160,27 @@ def test_scale_free_pooled_prior_uses_the_elapsed_time() -> None:
     assert pool.rate() == pytest.approx(0.1 / 10.0)
     pool.observe(30.0, False)
     pool.clock(2.0, 42.0)
-    assert pool.rate() == pytest.approx(0.1 / (30.0 + 40.0))
+    # 0.1 = 30 mu / (1 + 30 mu) + 40 mu: 1200 mu^2 + 67 mu - 0.1 = 0
+    assert pool.rate() == pytest.approx((math.sqrt(67.0**2 + 480.0) - 67.0) / 2400.0, rel=1e-9)
+    assert pool.rate() > 0.1 / (30.0 + 40.0)  # the Poisson rate (K + c) / (E + X) is the lower end
     hook = WhittleRecrawl(prior_rate=None)
     assert hook(RecrawlArm("u", 1.0, 0.0, 0.0, 1, 0), 100.0) > 0.0
     with pytest.raises(ValueError):
         WhittleRecrawl(prior_rate=None, pooled=False)
+
+
+def test_pooled_rate_recovers_the_mean_rate_from_long_intervals() -> None:
+    """Pages with rates mean x Exp(1) (the replay's heterogeneous changes), each observed once over an
+    interval of the order of 1 / mean (a documentation web's re-crawl phase): the marginal-likelihood pooled
+    rate recovers the mean; the Poisson rate (K + c) / (E + X) of the intervals is less than half of it."""
+    rng = random.Random(5)
+    mean, t = 0.002, 700.0
+    pool = PooledChangeRate(initial_rate=None)
+    pool.clock(0.0, 1400.0)
+    for _ in range(4000):
+        pool.observe(t, rng.random() < -math.expm1(-mean * rng.expovariate(1.0) * t))
+    assert pool.rate() == pytest.approx(mean, rel=0.1)
+    assert (pool.changes + PRIOR_CHANGES) / (pool.exposure + 1400.0) < 0.5 * mean
+    # the root solves K + c = sum mu t / (1 + mu t) + mu X
+    mu = pool.rate()
+    assert pool.changes + PRIOR_CHANGES == pytest.approx(4000 * mu * t / (1 + mu * t) + mu * 1400.0, rel=1e-6)

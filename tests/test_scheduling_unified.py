@@ -151,9 +151,22 @@ def test_new_page_weight_is_the_ratio_of_what_each_fetch_adds_to_min_r_f(
     d_refresh = _m(fresh + r, collection, web) - m0
     expected = weight if collection <= web else weight / (1.0 + r / collection)
     assert d_new / d_refresh == pytest.approx(expected, rel=1e-9)
+    if collection <= web:  # recall counts current copies only: a refresh raises R as a new page does
+        assert d_refresh == pytest.approx(r / web, rel=1e-9) and d_new == pytest.approx(r / web, rel=1e-9)
     assert new_page_weight(0.0, 0.0, 0.0) == 1.0
     with pytest.raises(ValueError):
         new_page_weight(-1.0, 0.0, 1.0)
+
+
+def test_a_refresh_while_recall_binds_is_worth_a_new_page() -> None:
+    """docs/replay.md: S_V = 10, S_C = 6, S_CV = 4, r = 1. R = .4 < F = .667: M = .4; a new page (S_C 7,
+    S_CV 5) gives min(.5, .714) = .5, a refresh of a stale copy (S_CV 5) gives min(.5, .833) = .5: both add
+    r / S_V = .1 (Eq. 1's recall counts C ∩ V, the current copies), so there is no discount on either side
+    while R binds."""
+    assert _m(4.0, 6.0, 10.0) == pytest.approx(0.4)
+    assert _m(5.0, 7.0, 10.0) == pytest.approx(0.5)
+    assert _m(5.0, 6.0, 10.0) == pytest.approx(0.5)
+    assert new_page_weight(6.0, 4.0, 10.0) == 1.0
 
 
 def test_hook_estimates_the_collection_and_the_controller_applies_the_weight() -> None:

@@ -35,6 +35,7 @@ from oasis.robot.scheduling.recrawl import (
     ScheduleRecrawl,
     UniformSchedule,
     WhittleRecrawl,
+    freshness_index,
 )
 from oasis.robot.scheduling.residual import start_table
 from oasis.robot.scheduling.state import STATE_NAMES
@@ -61,8 +62,24 @@ DEFAULT_POLICIES = ("upper", "random", "bfs", "greedy-oracle", "greedy-parent", 
 Progress = Callable[[int], None]
 
 
-# re-crawl schedules a policy name may carry as FRINGE+RECRAWL (issue 10)
-RECRAWLS = ("none", "whittle", "uniform", "adaptive")
+# re-crawl schedules a policy name may carry as FRINGE+RECRAWL (issue 10); ``whittle-true`` is a reference,
+# not a schedule a robot can run: the Whittle hook given every page's true modification rate
+RECRAWLS = ("none", "whittle", "uniform", "adaptive", "whittle-true")
+
+
+class TrueRateRecrawl(WhittleRecrawl):
+    """The Whittle re-crawl hook (:class:`WhittleRecrawl`, the same index, pooled prior and unit) with each
+    page's true modification rate in place of its estimate: how much of a gap to the truth the change-rate
+    estimates leave (docs/replay.md "Changing webs at equal fetch budget")."""
+
+    def __init__(self, rates: Callable[[str], float]) -> None:
+        super().__init__()
+        self._true = rates
+
+    def __call__(self, arm: Any, now: float) -> float:
+        super().__call__(arm, now)  # keeps the pooled prior, the clock and the collection sums as usual
+        prior = self.pool.rate() if self.pool is not None else 1.0
+        return freshness_index(arm.relevance, self._true(arm.url), max(0.0, now - arm.last_fetch)) * prior
 
 
 def split_policy(policy: str) -> tuple[str, str | None]:
@@ -339,6 +356,9 @@ class Experiment:
             return None
         if kind == "whittle":
             return self.recrawl()
+        if kind == "whittle-true":
+            rep = self.replay
+            return TrueRateRecrawl(lambda url: float(rep.modify_rates[rep.index[url]]))
         interval = self.config.uniform_interval or max(1.0, self.replay.reachable / self.config.m)
         if kind == "uniform":
             return ScheduleRecrawl(UniformSchedule(interval=interval), initial_interval=interval)

@@ -125,6 +125,9 @@ class Replay:
         self.total_relevance = float(rel[self.reach].sum())
         self._indptr: list[int] = graph.indptr.tolist()
         self._indices = graph.indices
+        # each page's modification rate in the last drawn change events (the true rates of a changing run,
+        # for the ``whittle-true`` re-crawl reference; zeros until events are drawn)
+        self.modify_rates: npt.NDArray[np.float64] = np.zeros(len(self.urls))
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -246,6 +249,7 @@ class Replay:
             kinds.append(np.full(len(keep), CREATE, dtype=np.int8))
         if changes.modify_rate > 0:
             mu = rates(changes.modify_rate)
+            self.modify_rates = mu
             counts = rng.poisson(mu * horizon)
             who = np.repeat(np.arange(n, dtype=np.int64), counts)
             when = rng.uniform(0.0, horizon, len(who))

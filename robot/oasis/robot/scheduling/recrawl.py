@@ -270,27 +270,38 @@ class PooledChangeRate:
 
     On a web where nothing changes, a per-document estimate learns slowly (half a change over the document's
     own observed time, so a document re-fetched once still looks likely to have changed after as long
-    again) and a constant prior never learns at all. Pooling learns from every re-crawl of every document:
-    the prior mean is the rate of the pooled observations,
+    again) and a constant prior never learns at all. Pooling learns from every re-crawl of every document.
 
-        lam_pool = (K + c) / (E + c / lam0),
-
-    K the observed intervals that saw a change, E the total observed (re-crawl) time over all documents, and
-    c = ``prior_changes`` pseudo-changes at ``initial_rate`` lam0 (the value before any observation, then
-    overridden by data; c = 1/2 is Cho & Garcia-Molina's correction, a smaller c trusts the data sooner). K
-    counts intervals that saw a change, not changes: a lower estimate when documents change several times
-    between visits, corrected per document by :class:`ChangeRateEstimator`'s likelihood.
-
-    A document's prior is then Gamma(shape 1, rate 1/lam_pool) (an exponential prior of mean lam_pool):
+    A document's prior is Gamma(shape 1, rate 1/lam_pool) (an exponential prior of mean lam_pool):
     unchanged observation time t multiplies the likelihood by exp(-lam t), so with no change seen the
     posterior mean is 1 / (T_i + 1/lam_pool) <= lam_pool, falling with the document's own time *and* with
     every unchanged re-crawl anywhere.
 
-    ``initial_rate=None`` (scale-free): no rate constant at all; the c pseudo-changes are spread over the
-    crawl's elapsed time instead of c / lam0, lam_pool = (K + c) / (E + elapsed) -- before any observation,
-    "c changes in the time the crawl has been running", which needs no time unit. The caller advances
-    ``elapsed`` (:meth:`clock`).
+    lam_pool is that prior's own (type-II, marginal) likelihood estimate: under lam ~ Exp(mean mu) an
+    interval of length t sees no change with probability E[e^{-lam t}] = 1 / (1 + mu t) (a Lomax law), so
+    the observations' composite log-likelihood is sum_changed log(mu t) - sum_all log(1 + mu t). With c =
+    ``prior_changes`` pseudo-changes over an exposure X (Jeffreys' half change, Cho & Garcia-Molina's
+    correction) its stationary point solves
+
+        K + c = sum_j mu t_j / (1 + mu t_j) + mu X,
+
+    K the observed intervals that saw a change (docs/replay.md "Rates before any observation"). The right
+    side increases in mu, so the root is unique and lies in [(K + c) / (E + X), (K + c) / X], E = sum_j t_j
+    the observed time. For short intervals (mu t << 1) it is the Poisson rate (K + c) / (E + X), the
+    estimate before issue 10's session 5; for intervals of the order of 1 / mu it is higher: counting
+    intervals that saw a change as single changes, and ignoring that a document unchanged over a long
+    interval is likelier a slow one, made (K + c) / (E + X) 2-3x too low on the test webs (docs/replay.md).
+    The intervals are kept in geometric bins (ratio ``2**(1/8)``; t / (1 + mu t) is evaluated at each bin's
+    mean interval, within 0.1 % of the exact sum), so a solve costs O(bins) and is cached.
+
+    The exposure X is c / ``initial_rate`` (lam0: the value before any observation) or, with
+    ``initial_rate=None`` (scale-free), the crawl's elapsed time: before any observation, "c changes in the
+    time the crawl has been running", which needs no time unit. The caller advances ``elapsed``
+    (:meth:`clock`).
     """
+
+    # geometric bins of the observed intervals: round(log2(t) * _BINS_PER_OCTAVE)
+    _BINS_PER_OCTAVE = 8
 
     def __init__(self, initial_rate: float | None = 0.1, prior_changes: float = PRIOR_CHANGES) -> None:
         if initial_rate is not None and not (initial_rate > 0 and math.isfinite(initial_rate)):
@@ -303,25 +314,76 @@ class PooledChangeRate:
         self.exposure = 0.0  # E: total observed time
         self.start = math.inf  # earliest fetch time seen (scale-free prior)
         self.elapsed = 0.0
+        self._bins: dict[int, list[float]] = {}  # bin -> [intervals, their sum]
+        self._cached: tuple[float, float] | None = None  # (exposure X it was solved at, lam_pool)
 
     def clock(self, fetched_at: float, now: float) -> None:
         """A document fetched at ``fetched_at`` was looked at ``now``: advance the crawl's elapsed time."""
         self.start = min(self.start, fetched_at)
         self.elapsed = max(self.elapsed, now - self.start)
 
+    def _bin(self, interval: float) -> list[float]:
+        key = round(math.log2(interval) * self._BINS_PER_OCTAVE)
+        b = self._bins.get(key)
+        if b is None:
+            b = self._bins[key] = [0.0, 0.0]
+        return b
+
     def observe(self, interval: float, changed: bool) -> None:
         self.exposure += interval
         self.changes += int(changed)
+        b = self._bin(interval)
+        b[0] += 1.0
+        b[1] += interval
+        self._cached = None
 
     def forget(self, interval: float, changed: bool) -> None:
         """An observation left a document's window."""
         self.exposure = max(0.0, self.exposure - interval)
         self.changes = max(0, self.changes - int(changed))
+        b = self._bin(interval)
+        b[0] = max(0.0, b[0] - 1.0)
+        b[1] = max(0.0, b[1] - interval) if b[0] > 0 else 0.0
+        self._cached = None
 
     def rate(self) -> float:
         c = self.prior_changes
-        pseudo = c / self.initial_rate if self.initial_rate is not None else max(self.elapsed, 1e-12)
-        return (self.changes + c) / (self.exposure + pseudo)
+        x = c / self.initial_rate if self.initial_rate is not None else max(self.elapsed, 1e-12)
+        cached = self._cached
+        # the root moves by less than X does: re-use it while X moved by less than 0.1 %
+        if cached is not None and abs(x / cached[0] - 1.0) < 1e-3:
+            return cached[1]
+        k = self.changes + c
+        lo = k / (self.exposure + x)
+        if self.changes == 0 and self.exposure == 0.0:
+            mu = lo
+        else:
+            mu = _lomax_root(k, x, [(n, s / n) for n, s in self._bins.values() if n > 0], lo, k / x)
+        self._cached = (x, mu)
+        return mu
+
+
+def _lomax_root(k: float, x: float, bins: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """The mu in [lo, hi] with k = sum_b n_b mu t_b / (1 + mu t_b) + mu x (:class:`PooledChangeRate`).
+
+    f(mu) = k - mu x - sum_b n_b mu t_b / (1 + mu t_b) is decreasing and convex (each mu t / (1 + mu t) is
+    concave), and f(lo) >= 0: Newton's iterates from lo rise monotonically to the root (each tangent lies
+    below f), quadratically; capped by hi."""
+    mu = lo
+    for _ in range(50):
+        f = k - mu * x
+        df = -x
+        for n, t in bins:
+            d = 1.0 / (1.0 + mu * t)
+            f -= n * mu * t * d
+            df -= n * t * d * d
+        if f <= 0.0 or df >= 0.0:
+            break
+        step = -f / df
+        mu = min(hi, mu + step)
+        if step <= 1e-12 * mu or mu >= hi:
+            break
+    return mu
 
 
 # ---------------------------------------------------------------------------------------------------------
