@@ -241,6 +241,16 @@ class Broker:
         timeout = self.config.backoff.probe_seconds * 2
         self._engines.start_search(engine.address, query, k, timeout).add_done_callback(done)
 
+    def _search_here(self, engine: RoutedEngine, query: str, k: int, deadline: float) -> Future[EngineReply]:
+        """Search ``engine`` on the calling thread (blocking until its reply or the deadline); the outcome as
+        a finished future, like the fan-out's."""
+        future: Future[EngineReply] = Future()
+        try:
+            future.set_result(self._engines.search(engine.address, query, k, deadline - self._clock()))
+        except Exception as exc:  # kept in the future, as the pool's calls keep theirs
+            future.set_exception(exc)
+        return future
+
     def _stamp(self, finished: dict[str, float], name: str) -> Callable[[Future[EngineReply]], None]:
         def stamp(_future: Future[EngineReply]) -> None:
             finished[name] = self._clock()
@@ -258,6 +268,7 @@ class Broker:
         statuses: dict[str, EngineStatus] = {}
         calls: dict[str, tuple[RoutedEngine, Future[EngineReply]]] = {}
         finished: dict[str, float] = {}
+        asked: list[RoutedEngine] = []
         for engine in route.engines:
             left = self.suspensions.suspended_for(engine.name)
             if left > 0:
@@ -269,9 +280,17 @@ class Broker:
                     message=_join(f"suspended for {left:.1f} s more", note),
                 )
                 continue
+            asked.append(engine)
+        # every engine but the last is searched on the fan-out pool; the last on this thread, which would
+        # otherwise only wait (one thread hand-off and one pool future less per query: issue 14)
+        for engine in asked[:-1]:
             future = self._engines.start_search(engine.address, query, k, deadline - self._clock())
             future.add_done_callback(self._stamp(finished, engine.name))
             calls[engine.name] = (engine, future)
+        if asked:
+            last = asked[-1]
+            calls[last.name] = (last, self._search_here(last, query, k, deadline))
+            finished[last.name] = self._clock()
         wait([f for _, f in calls.values()], timeout=max(0.0, deadline - self._clock()))
         results: list[EngineResult] = []
         refused: list[str] = []
