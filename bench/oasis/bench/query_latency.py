@@ -39,6 +39,7 @@ from whoosh import scoring
 
 from oasis.bench._cluster import enter_cluster, open_central_copy, start_engine
 from oasis.bench._stats import percentile
+from oasis.broker.servicer import ROUTE_SOURCE_METADATA
 from oasis.engine.index import InvalidQuery
 from oasis.runtime.service import open_channel
 from oasis.runtime.spawn import ServiceProcess, spawn_service
@@ -131,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
             searcher = raw.searcher(weighting=scoring.BM25F(B=0.75, K1=1.2))
             broker_process = start_broker(cluster.directory.address, workdir)
             partial = [0]
+            route_sources: dict[str, int] = {}  # where the broker's routes came from (cache, directory)
             engine_channel = stack.enter_context(open_channel(cluster.central_engine.address))
             broker_channel = stack.enter_context(open_channel(broker_process.address))
             engine = engine_pb2_grpc.EngineStub(engine_channel)
@@ -146,10 +148,13 @@ def run(args: argparse.Namespace) -> int:
                 return len(engine.Search(engine_pb2.SearchRequest(query=q, limit=10), timeout=10).hits)
 
             def brokered(q: str) -> int:
-                reply = broker.Search(
+                reply, call = broker.Search.with_call(
                     broker_pb2.BrokerSearchRequest(query=q, k=10, deadline_ms=5000), timeout=10
                 )
                 partial[0] += reply.partial
+                for key, value in call.trailing_metadata() or ():
+                    if key == ROUTE_SOURCE_METADATA:
+                        route_sources[str(value)] = route_sources.get(str(value), 0) + 1
                 return len(reply.hits)
 
             topic_engines = [
@@ -185,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
             index.close()
             if partial[0]:
                 logger.warning("%d broker replies were partial", partial[0])
+            print("broker routes: " + ", ".join(f"{k} {v}" for k, v in sorted(route_sources.items())))
             if args.metrics_overhead:
                 overhead = metrics_overhead(cluster, workdir, stack, queries, args)
         finally:

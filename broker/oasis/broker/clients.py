@@ -55,6 +55,10 @@ class EngineClientPool:
         """Start a non-blocking Search with ``timeout``; the future fails with :class:`EngineCallError`."""
         return self._client(address).start_search(query, limit, timeout)
 
+    def search(self, address: str, query: str, limit: int, timeout: float) -> EngineReply:
+        """A blocking Search with ``timeout``; raises :class:`EngineCallError`."""
+        return self._client(address).search(query, limit, timeout)
+
     def close(self) -> None:
         with self._lock:
             for client in self._clients.values():

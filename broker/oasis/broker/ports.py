@@ -70,3 +70,7 @@ class EngineClient(Protocol):
     def start_search(self, address: str, query: str, limit: int, timeout: float) -> Future[EngineReply]:
         """Start a search without blocking; the future fails with :class:`EngineCallError`."""
         ...
+
+    def search(self, address: str, query: str, limit: int, timeout: float) -> EngineReply:
+        """Search on the calling thread; raise :class:`EngineCallError` (``timeout``: the time left)."""
+        ...

@@ -105,22 +105,32 @@ def find_matches(
 ) -> list[tuple[int, int, str]]:
     """(start, end, term) byte spans in lower-cased UTF-8 ``data`` of the tokens the analyser turns into
     one of ``terms``, in order: every occurrence of a prefix at a token start, cut to its token, analysed."""
-    starts: set[int] = set()
+    starts: list[int] = []
+    find = data.find
     for p in prefixes:
-        i = data.find(p)
+        i = find(p)
         while i >= 0:
-            starts.add(i)
-            i = data.find(p, i + 1)
+            if i == 0 or data[i - 1] not in _ASCII_WORD:  # after an ASCII word byte: never a token start
+                starts.append(i)
+            i = find(p, i + 1)
+    if len(prefixes) > 1:
+        starts = sorted(set(starts))
     out: list[tuple[int, int, str]] = []
     term_of = _CACHE.term
+    token_at = _BYTES_TOKEN.match
     last_end = 0
-    for b in sorted(starts):
+    for b in starts:
         if b < last_end:
             continue  # inside a token already matched
         # a token starts here only after a non-word character that is not a dot joining two words
-        if b > 0 and (_word_before(data, b) or (data[b - 1] == _DOT and b > 1 and _word_before(data, b - 1))):
-            continue
-        m = _BYTES_TOKEN.match(data, b)
+        if b > 0:
+            before = data[b - 1]
+            if before == _DOT:
+                if b > 1 and _word_before(data, b - 1):
+                    continue
+            elif before >= 0x80 and _word_before(data, b):
+                continue
+        m = token_at(data, b)
         if m is None:
             continue
         raw = m.group()
