@@ -72,12 +72,17 @@ class GroupQueue:
         seqs[item] = seq
         self._key[item] = key
         heap = self._heap
+        entry = (-key, seq, item)
         if old and heap[0][1] == old:
             # the item's valid entry is the top (the group just served, re-keyed by its Q-update): replace it
-            # in place instead of leaving a stale entry to pop later
-            replace_top(heap, (-key, seq, item))
+            # in place instead of leaving a stale entry to pop later; replace_top(heap, entry), written out
+            n = len(heap)
+            if (n < 2 or entry < heap[1]) and (n < 3 or entry < heap[2]):
+                heap[0] = entry
+            else:
+                heapq.heapreplace(heap, entry)
             return
-        heapq.heappush(heap, (-key, seq, item))
+        heapq.heappush(heap, entry)
         if len(heap) > 2 * self._live + 1024:  # mostly stale entries: drop them (in place, O(heap))
             heap[:] = [e for e in heap if seqs[e[2]] == e[1]]
             heapq.heapify(heap)
@@ -142,6 +147,8 @@ GroupEntries = Entries | OrderedDict[int, Entries] | None
 
 _PACK = struct.Struct(">d").pack
 _LOW63 = (1 << 63) - 1
+_HIGH = 1 << 63
+_from_bytes = int.from_bytes
 DOC_MASK = (1 << 32) - 1  # an entry's low 32 bits: its document
 
 
@@ -200,8 +207,12 @@ class StateGroups:
             self.live.append(0)
             self._groups.append(None)
         table = self._table
-        table.seq += 1
-        entry = entry_key(self._tie[doc], table.seq, doc)
+        table.seq = seq = table.seq + 1
+        # entry_key(self._tie[doc], seq, doc), written out (once per discovered link)
+        bits = _from_bytes(_PACK(-self._tie[doc] + 0.0), "big", signed=True)
+        if bits < 0:
+            bits ^= _LOW63
+        entry = (bits + _HIGH) << 96 | seq << 32 | doc
         groups = self._groups
         g = groups[gid]
         if g is None:
@@ -366,8 +377,7 @@ def pop_document(
             elif g:  # several hosts
                 want = groups.state[gid]
                 while g and picked is None:
-                    h = next(iter(g))
-                    entries = g.pop(h)
+                    h, entries = g.popitem(False)  # the first host (round robin)
                     if isinstance(entries, int):
                         doc = entries & DOC_MASK
                         if status[doc] == FRINGE and states[doc] == want:
