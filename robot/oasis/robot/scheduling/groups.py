@@ -358,7 +358,7 @@ def pop_document(
     heap, ents = queue._heap, queue._ent
     live, entries_of = groups.live, groups._groups
     status, states = groups._status, groups._states
-    aside: list[int] = []
+    aside: list[int] | None = None  # (allocated only when a group is set aside)
     found: int | None = None
     while heap:
         top = heap[0]
@@ -406,6 +406,8 @@ def pop_document(
             ents[gid] = 0
             queue._live -= 1
             if live[gid] > 0:
+                if aside is None:
+                    aside = []
                 aside.append(gid)
             continue
         n = live[gid] - 1  # leave(gid)
@@ -436,6 +438,7 @@ def pop_document(
                 heapq.heapreplace(heap, entry)
         found = picked
         break
-    for gid in aside:
-        queue.push(gid, index(groups.state[gid]))
+    if aside is not None:
+        for gid in aside:
+            queue.push(gid, index(groups.state[gid]))
     return found

@@ -108,12 +108,13 @@ class WhittleLearning:
         """The queue state of a newly located document (a seed when ``parent_url`` is None), recorded in
         ``states``; with the parent prior an unseen state starts at Q(x, 1) = parent relevance (1 for a seed),
         Q(x, 0) = gamma Q(x, 1), the fixed point of the passive update."""
-        if parent_url is None:
+        gen_key = self._gen_key
+        if gen_key is not None and parent_url is not None:  # link_state of the generalising states, one call
+            state = gen_key(parent_rel, anchor_rel, depth)  # shorter (the first test: once per link)
+        elif parent_url is None:
             table = self._table
             host = table.hosts[table.host_id[doc]]
             state = self.extract(DiscoveryContext(url, None, parent_rel, anchor_rel, depth, host))
-        elif self._gen_key is not None:  # link_state of the generalising states, one call shorter
-            state = self._gen_key(parent_rel, anchor_rel, depth)
         else:
             state = self.link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
         rows = self._rows
