@@ -451,3 +451,78 @@ def test_entry_key_orders_as_the_tuple(entries: list[tuple[float, int, int]]) ->
     heapq.heapify(keys)
     heapq.heapify(tuples)
     assert keys == [entry_key(-t, q, d) for t, q, d in tuples]
+
+
+def _bits(x: float) -> bytes:
+    import struct
+
+    return struct.pack(">d", x)
+
+
+values = st.one_of(st.floats(-2.0, 2.0), st.sampled_from([0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.tuples(values, values, st.floats(0.0, 9.0)), min_size=0, max_size=3),
+    g=values,
+    q_next=values,
+    bonus=values,
+    alpha=st.floats(0.01, 1.0),
+    alpha_passive=st.one_of(st.none(), st.floats(0.01, 1.0)),
+    gamma=st.floats(0.0, 0.99),
+)
+def test_qtable_learn_is_bitwise_the_equations(
+    rows: list[tuple[float, float, float]],
+    g: float,
+    q_next: float,
+    bonus: float,
+    alpha: float,
+    alpha_passive: float | None,
+    gamma: float,
+) -> None:
+    """QTable.learn and QTable.index (Eq. 10 and Eq. 9 written out) give the bits of q_update_summed and
+    whittle_index, -0.0 included; a missing row starts at q_init."""
+    from oasis.robot.scheduling.equations import whittle_index
+    from oasis.robot.scheduling.qtable import QTable
+
+    table = QTable(0.25)
+    states = [f"s{i}" for i in range(len(rows))] + ["missing"]
+    for state, row in zip(states, rows, strict=False):
+        table.put(state, row)
+    want = []
+    for state in states:
+        p, a, visits = table.rows().get(state, (0.25, 0.25, 0.0))
+        a = q_update_summed(a, g, q_next, bonus, alpha, gamma)
+        if alpha_passive is not None:
+            p = q_update_summed(p, 0.0, a, 0.0, alpha_passive, gamma)
+        want.append((state, (p, a, visits + 1.0), whittle_index(a, p)))
+    got = table.learn(states, g, q_next, bonus, alpha, gamma, alpha_passive)
+    for (state, v), (wstate, wrow, wv) in zip(got, want, strict=True):
+        assert state == wstate and _bits(v) == _bits(wv)
+        assert [_bits(x) for x in table.rows()[state]] == [_bits(x) for x in wrow]
+        assert _bits(table.index(state)) == _bits(whittle_index(wrow[1], wrow[0]))
+    assert _bits(QTable(0.25).index("none")) == _bits(whittle_index(0.25, 0.25))
+
+
+@pytest.mark.parametrize("policy", ["whittle", "bfs"])
+def test_in_flight_map_finds_the_document_report_and_defer_name(policy: str) -> None:
+    """report finds a handed-out document in the in-flight map (an equal URL string that is not the same
+    object too), defer takes it out, a redirect target never in flight is learned from as before; in_flight
+    counts the map."""
+    ctl = make_controller(policy, rng=random.Random(1), config=ControllerConfig())
+    ctl.add_seeds([f"http://h{i}.org/" for i in range(4)])
+    batch = ctl.next_batch(3, 0.0)
+    assert ctl.in_flight() == 3 and len(ctl._flying) == 3  # type: ignore[attr-defined]
+    ctl.defer(batch[0])
+    assert ctl.in_flight() == 2 and ctl.status(batch[0]) == "fringe"
+    copy = "".join(list(batch[1]))  # equal, not identical
+    assert copy is not batch[1]
+    out = ctl.report(FetchOutcome(copy, "new", 0.5, [Discovered("http://new.org/a", "", 0.1)]), 1.0)
+    assert out == ["http://new.org/a"] and ctl.in_flight() == 1 and ctl.status(batch[1]) == "retrieved"
+    ctl.report(FetchOutcome("http://redirect.org/", "new", 0.2), 1.0)  # never handed out
+    assert ctl.in_flight() == 1 and ctl.status("http://redirect.org/") == "retrieved"
+    ctl.report(FetchOutcome(batch[2], "error", 0.0), 2.0)
+    assert ctl.in_flight() == 0 and ctl.status(batch[2]) == "gone"
+    with pytest.raises(ValueError):
+        ctl.defer(batch[2])  # not in flight any more

@@ -93,7 +93,9 @@ class _Controller:
         self.docs = DocumentTable()
         self._recrawl = Frontier()
         self._rekey_cursor = 0
-        self._flight = 0
+        # URL -> document of every URL handed out by next_batch and not reported or deferred yet: report finds
+        # the document here (a small dict) instead of in docs.ids (10^6 entries: a cache miss or two)
+        self._flying: dict[str, int] = {}
         self._reward_sum = 0.0  # first-retrieval rewards, for the mean value of a fringe fetch
         self._reward_n = 0
         self._reward_recent = 0.0  # their running mean over about the last REWARD_MEMORY first fetches
@@ -163,14 +165,15 @@ class _Controller:
             self._rekey_recrawl(now)
             choose = self._choose
         out: list[str] = []
-        status, urls = self.docs.status, self.docs.urls
+        status, urls, flying = self.docs.status, self.docs.urls, self._flying
         while len(out) < m:
             doc = choose(ready)
             if doc is None:
                 break
             status[doc] = FLIGHT if status[doc] == FRINGE else RECRAWL_FLIGHT
-            self._flight += 1
-            out.append(urls[doc])
+            url = urls[doc]
+            flying[url] = doc
+            out.append(url)
         return out
 
     def _choose(self, ready: HostReady | None) -> int | None:
@@ -207,13 +210,14 @@ class _Controller:
                 raise ValueError(f"anchor relevance of {link.url} is NaN (on {parent_url})")
         docs = self.docs
         status = docs.status
-        doc = docs.ids.get(parent_url)
-        if doc is None:  # e.g. a redirect target the controller never queued
-            doc = docs.add(parent_url, 0.0, 0, FLIGHT)
-            self._flight += 1
+        doc = self._flying.pop(parent_url, None)  # handed out by next_batch: no longer in flight
+        if doc is None:
+            doc = docs.ids.get(parent_url)
+            if doc is None:  # e.g. a redirect target the controller never queued
+                doc = docs.add(parent_url, 0.0, 0, FLIGHT)
         st = status[doc]
         if st in IN_FLIGHT:
-            self._flight -= 1
+            pass  # (out of _flying above; a redirect target's new row was never in it)
         elif st == FRINGE:
             self._remove_fringe(doc)
         elif st == RETRIEVED:
@@ -232,7 +236,9 @@ class _Controller:
         if kind == ERROR:
             status[doc] = GONE
             return []
-        g = reward(kind, docs.rel[doc], r_new)  # Eq. 11 with r_k = the last relevance score
+        # Eq. 11 with r_k = the last relevance score; a first retrieval earns r_k+1 (reward's first case,
+        # without its checks: r_new was checked above and r_k is a checked relevance or 0)
+        g = r_new if kind == NEW else reward(kind, docs.rel[doc], r_new)
         if was_fringe and kind == NEW:
             self._reward_sum += g
             n = self._reward_n = self._reward_n + 1
@@ -241,18 +247,7 @@ class _Controller:
         added: list[int] = []
         added_urls: list[str] = []
         if kind != DELETED:
-            depth = docs.depth[doc] + 1
-            ids_get, add, enqueue = docs.ids.get, docs.add, self._enqueue
-            for link in outcome.links:
-                url = link.url
-                child = ids_get(url)
-                if child is None:
-                    child = add(url, r_new, depth, FRINGE)
-                    enqueue(child, url, parent_url, r_new, link.anchor_relevance, depth)
-                    added.append(child)
-                    added_urls.append(url)
-                elif status[child] == FRINGE and child != doc:
-                    self._rediscovered(child, parent_url, r_new, link.anchor_relevance)
+            self._add_links(doc, parent_url, r_new, outcome.links, added, added_urls)
         self._learn(doc, was_fringe, g, added)
         if kind == DELETED:
             status[doc] = GONE
@@ -269,6 +264,32 @@ class _Controller:
                 self._push_recrawl(doc, now)
         return added_urls
 
+    def _add_links(
+        self,
+        doc: int,
+        parent_url: str,
+        r_new: float,
+        links: Iterable[Discovered],
+        added: list[int],
+        urls: list[str],
+    ) -> None:
+        """Locate the links of fetched page ``doc`` (relevance ``r_new``): each new URL is added and queued
+        (appended to ``added`` and ``urls``); a fringe document linked again is :meth:`_rediscovered`."""
+        docs = self.docs
+        status = docs.status
+        depth = docs.depth[doc] + 1
+        ids_get, add, enqueue = docs.ids.get, docs.add, self._enqueue
+        for link in links:
+            url = link.url
+            child = ids_get(url)
+            if child is None:
+                child = add(url, r_new, depth, FRINGE)
+                enqueue(child, url, parent_url, r_new, link.anchor_relevance, depth)
+                added.append(child)
+                urls.append(url)
+            elif status[child] == FRINGE and child != doc:
+                self._rediscovered(child, parent_url, r_new, link.anchor_relevance)
+
     def defer(self, url: str) -> None:
         docs = self.docs
         doc = docs.ids.get(url)
@@ -276,11 +297,11 @@ class _Controller:
             raise KeyError(f"defer of a URL the controller does not know: {url}")
         st = docs.status[doc]
         if st == FLIGHT:
-            self._flight -= 1
+            self._flying.pop(url, None)
             docs.status[doc] = FRINGE
             self._requeue(doc)
         elif st == RECRAWL_FLIGHT:
-            self._flight -= 1
+            self._flying.pop(url, None)
             docs.status[doc] = RETRIEVED
             self._push_recrawl(doc, docs.last_fetch[doc])
         else:
@@ -306,7 +327,7 @@ class _Controller:
         return len(self._recrawl)
 
     def in_flight(self) -> int:
-        return self._flight
+        return len(self._flying)
 
     def recrawling(self) -> bool:
         return self.recrawl_index is not None
@@ -649,7 +670,47 @@ class WhittleController(_Controller):
     ) -> None:
         state = self._discovered(doc, url, parent_url, parent_rel, anchor_rel, depth)
         self._tie[doc] = parent_rel + anchor_rel
-        self._add_to_group(doc, state)
+        # _add_to_group(doc, state), written out (once per discovered link)
+        groups = self.groups
+        gid = groups.add(doc, state)
+        if groups.live[gid] == 1:
+            self.queue.push(gid, self.learning.q.index(state))
+        if self._explore:
+            self._fringe_pos[doc] = len(self._fringe_arr)
+            self._fringe_arr.append(doc)
+
+    def _add_links(
+        self,
+        doc: int,
+        parent_url: str,
+        r_new: float,
+        links: Iterable[Discovered],
+        added: list[int],
+        urls: list[str],
+    ) -> None:
+        """The base class's loop with :meth:`_enqueue` written out (once per link of every fetched page)."""
+        docs = self.docs
+        status, tie, live = docs.status, self._tie, self.groups.live
+        depth = docs.depth[doc] + 1
+        ids_get, add, discovered, group_add = docs.ids.get, docs.add, self._discovered, self.groups.add
+        for link in links:
+            url = link.url
+            child = ids_get(url)
+            if child is None:
+                child = add(url, r_new, depth, FRINGE)
+                ar = link.anchor_relevance
+                state = discovered(child, url, parent_url, r_new, ar, depth)
+                tie[child] = r_new + ar
+                gid = group_add(child, state)
+                if live[gid] == 1:
+                    self.queue.push(gid, self.learning.q.index(state))
+                if self._explore:
+                    self._fringe_pos[child] = len(self._fringe_arr)
+                    self._fringe_arr.append(child)
+                added.append(child)
+                urls.append(url)
+            elif status[child] == FRINGE and child != doc:
+                self._rediscovered(child, parent_url, r_new, link.anchor_relevance)
 
     def _requeue(self, doc: int) -> None:
         state = self._states[doc]

@@ -35,6 +35,9 @@ class WhittleLearning:
 
     def __init__(self, config: ControllerConfig, table: DocumentTable, q: QTable | None) -> None:
         cfg = self.config = config
+        # the config is frozen: its Eq. 10 parameters, read per fetch, as attributes
+        self._learning, self._alpha, self._gamma = cfg.learn, cfg.alpha, cfg.gamma
+        self._alpha_passive = cfg.alpha_passive
         self._table = table
         q_table = q if q is not None else QTable(cfg.q_init)
         self.prior = cfg.prior in ("parent", "anchor")
@@ -105,12 +108,13 @@ class WhittleLearning:
         """The queue state of a newly located document (a seed when ``parent_url`` is None), recorded in
         ``states``; with the parent prior an unseen state starts at Q(x, 1) = parent relevance (1 for a seed),
         Q(x, 0) = gamma Q(x, 1), the fixed point of the passive update."""
-        if parent_url is None:
+        gen_key = self._gen_key
+        if gen_key is not None and parent_url is not None:  # link_state of the generalising states, one call
+            state = gen_key(parent_rel, anchor_rel, depth)  # shorter (the first test: once per link)
+        elif parent_url is None:
             table = self._table
             host = table.hosts[table.host_id[doc]]
             state = self.extract(DiscoveryContext(url, None, parent_rel, anchor_rel, depth, host))
-        elif self._gen_key is not None:  # link_state of the generalising states, one call shorter
-            state = self._gen_key(parent_rel, anchor_rel, depth)
         else:
             state = self.link_state(doc, url, parent_url, parent_rel, anchor_rel, depth)
         rows = self._rows
@@ -153,28 +157,32 @@ class WhittleLearning:
         """Eq. 10 after a fetch of ``doc`` with reward ``g`` (Eq. 11) that newly discovered ``children``;
         ``q_next`` is the value of the arm's next state. Returns the fringe states whose index changed, with
         their new index (the caller re-keys their groups)."""
-        cfg = self.config
-        if not cfg.learn:
+        if not self._learning:
             return []
-        state = self.states[doc] if was_fringe else RETRIEVED_STATE
+        states = self.states
+        state = states[doc] if was_fringe else RETRIEVED_STATE
         if state is None:  # reported without ever being queued (redirect target): nothing to credit
             return []
-        q, rows, states = self.q, self._rows, self.states
+        q, rows = self.q, self._rows
         # Eq. 10's child-discovery bonus: sum_j max_u Q(x^j, u) over the newly discovered children, added in
         # order from 0.0 (the same bits as q_update summing the values); a missing state reads q_init
         q_init, bonus = q.q_init, 0.0
         for c in children:
             crow = rows.get(states[c])  # type: ignore[arg-type]
-            bonus += q_init if crow is None else max(crow[0], crow[1])
+            if crow is None:
+                bonus += q_init
+            else:  # max(crow[0], crow[1]) (the first of equals, as max returns it)
+                p, a = crow[0], crow[1]
+                bonus += a if a > p else p
         xs: tuple[str, ...] = (state,)
         if self.hybrid and was_fringe:
             # learn the URL's own entry and the generalising one from the same sample
             own, aux = "u:" + self._table.urls[doc], self.aux[doc]
             xs = (own,) if aux is None or aux == own else (own, aux)
         if not was_fringe:
-            q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma)
+            q.learn(xs, g, q_next, bonus, self._alpha, self._gamma)
             return []
-        return q.learn(xs, g, q_next, bonus, cfg.alpha, cfg.gamma, cfg.alpha_passive)
+        return q.learn(xs, g, q_next, bonus, self._alpha, self._gamma, self._alpha_passive)
 
     # -- Q-table persistence ---------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from oasis.robot.scheduling.equations import q_update_summed, whittle_index
+from oasis.robot.scheduling.equations import whittle_index
 
 FORMAT = "oasis-qtable/1"
 
@@ -51,7 +51,7 @@ class QTable:
         row = self._q.get(state)
         if row is None:
             return whittle_index(self.q_init, self.q_init)
-        return whittle_index(row[1], row[0])
+        return row[1] - row[0]  # whittle_index(row[1], row[0]), written out (once per decision)
 
     def set(self, state: str, u: int, value: float) -> None:
         row = self._q.get(state)
@@ -88,16 +88,20 @@ class QTable:
         :func:`~oasis.robot.scheduling.equations.q_update`)."""
         q, q_init = self._q, self.q_init
         out: list[tuple[str, float]] = []
+        # Eq. 10 written out as equations.q_update_summed computes it, term for term (the same bits: a test
+        # compares the two); the sample's part that does not depend on the state is computed once
+        keep, target = 1.0 - alpha, g + gamma * (q_next + bonus)
         for state in states:
             row = q.get(state)
             p, a, visits = (q_init, q_init, 0.0) if row is None else row  # a missing row as set()
-            # Eq. 10, active control, with the child-discovery bonus
-            a = q_update_summed(a, g, q_next, bonus, alpha, gamma)
+            # Eq. 10, active control, with the child-discovery bonus (q_update_summed(a, g, q_next, bonus))
+            a = keep * a + alpha * target
             if alpha_passive is not None:
-                # Eq. 10, passive control: reward 0, same state, next control active
-                p = q_update_summed(p, 0.0, a, 0.0, alpha_passive, gamma)
+                # Eq. 10, passive control: reward 0, same state, next control active:
+                # q_update_summed(p, 0.0, a, 0.0, alpha_passive, gamma)
+                p = (1.0 - alpha_passive) * p + alpha_passive * (0.0 + gamma * (a + 0.0))
             q[state] = (p, a, visits + 1.0)
-            out.append((state, whittle_index(a, p)))
+            out.append((state, a - p))  # Eq. 9: whittle_index(a, p)
         return out
 
     def seed(self, state: str, q_passive: float, q_active: float) -> None:
