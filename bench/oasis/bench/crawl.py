@@ -244,9 +244,11 @@ def _robot(
         cpu0 = {name: _cpu_seconds(pid) for name, pid in watched.items()}
         start = time.perf_counter()
         status = crawler.run(timeout=600)
+        crawled = time.perf_counter()
         if client is not None:  # every page searchable, not only durable: the engine commits for a read
             client.document_count(timeout=60)
         seconds = time.perf_counter() - start
+        tail = seconds - (crawled - start)  # every page acknowledged (durable) -> every page searchable
         cpu = {f"cpu_{name}": round(_cpu_seconds(pid) - cpu0[name], 2) for name, pid in watched.items()}
     finally:
         crawler.close()
@@ -255,6 +257,7 @@ def _robot(
     return {
         "pages": status.pages_fetched,
         "seconds": seconds,
+        "commit_tail_seconds": round(tail, 3),
         "indexed": status.pages_indexed,
         "starts_per_decision": fc.get("started", 0) / max(1.0, fc.get("decisions", 1)),
         "max_target_in_flight": fc.get("max_target_in_flight", 0),

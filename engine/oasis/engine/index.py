@@ -690,44 +690,57 @@ class TopicIndex:
         return added, replaced, deleted
 
     def _apply_loop(self) -> None:
-        """The applier: take every queued batch (sealing the log file that holds them), write them with one
-        Whoosh writer outside the lock (appends go on meanwhile), commit, drop the sealed file. A cycle starts
-        when a read waits for it, ``commit_docs`` operations are queued, the oldest batch has waited
-        ``commit_seconds``, or the index is closing."""
+        """The applier: write each logged batch into an open Whoosh writer as soon as it is logged (outside
+        the lock: appends go on meanwhile), so analysing and adding documents keeps pace with the appends
+        instead of waiting for the commit; commit when a read waits for it, ``commit_docs`` operations are
+        logged but not committed, the oldest of them has waited ``commit_seconds``, or the index is closing.
+        Before a commit the log file holding every batch written so far is sealed; it is dropped after."""
         assert self._wal is not None
+        batches = _BatchWriter(self)
+        written_through = self._committed  # the last batch written into the open writer
         while True:
             with self._cv:
                 while True:
                     closing = self._closing.is_set()
-                    if self._queue and (
+                    due = (bool(self._queue) or batches.open) and (
                         closing
                         or self._refresh_wanted
                         or self._queued_ops >= self._commit_docs
                         or time.monotonic() - (self._oldest or 0.0) >= self._commit_seconds
-                    ):
+                    )
+                    if due or self._queue:
                         break
                     if closing:
                         return
                     self._cv.wait(timeout=min(0.25, self._commit_seconds / 4))
                 taken = list(self._queue)
                 self._queue.clear()
-                self._queued_ops = 0
-                self._oldest = None
-                self._refresh_wanted = False
-                sealed = self._wal.rotate()
+                sealed = None
+                if due:
+                    self._queued_ops = 0
+                    self._oldest = None
+                    self._refresh_wanted = False
+                    sealed = self._wal.rotate()
             try:
-                self._write_batches([(urls, docs) for _, urls, docs in taken])
+                for number, urls, docs in taken:
+                    batches.write(urls, docs)
+                    written_through = number
+                if due:
+                    batches.commit()
             except Exception as exc:
-                logger.exception("commit of %d logged batch(es) failed; replaying the log", len(taken))
+                batches.cancel()
+                logger.exception("writing or committing logged batches failed; replaying the log")
                 with self._cv:
                     self._apply_error = exc
                     self._cv.notify_all()
                 if not self._recover_loop():
                     return
+                written_through = self._committed
                 continue
-            with self._cv:
-                self._wal.drop(sealed)
-                self._done_through(taken[-1][0])
+            if due:
+                with self._cv:
+                    self._wal.drop(sealed)
+                    self._done_through(written_through)
 
     def _done_through(self, last: int) -> None:
         """Every batch up to ``last`` is committed (call with the lock): wake the readers waiting for it."""
@@ -764,38 +777,14 @@ class TopicIndex:
                 delay = min(delay * 2, 5.0)
 
     def _write_batches(self, batches: Sequence[tuple[Iterable[str], Mapping[str, dict[str, Any]]]]) -> None:
-        """Write batches in order with one Whoosh writer, committing first whenever a batch touches a URL the
-        open writer already wrote (it cannot replace a document it has not committed); commit at the end."""
-        writer: Any = None
-        searcher: Any = None
-        written: set[str] = set()
+        """Write batches in order with one Whoosh writer (:class:`_BatchWriter`) and commit them."""
+        writer = _BatchWriter(self)
         try:
             for urls, docs in batches:
-                urls = list(urls)
-                if writer is not None and any(u in written for u in urls):
-                    searcher.close()
-                    searcher = None
-                    self._commit_writer(writer)
-                    writer = None
-                if writer is None:
-                    writer = self._new_writer()
-                    searcher = writer.searcher()
-                    written = set()
-                self._write(writer, searcher, urls, docs)
-                written.update(urls)
-            if writer is not None:
-                searcher.close()
-                searcher = None
-                self._commit_writer(writer)
-                writer = None
+                writer.write(urls, docs)
+            writer.commit()
         finally:
-            if searcher is not None:
-                with contextlib.suppress(Exception):
-                    searcher.close()
-            if writer is not None:
-                with contextlib.suppress(Exception):
-                    writer.cancel()
-                self._remove_scratch()
+            writer.cancel()  # a no-op once committed
 
     def _replay(self) -> None:
         """Apply every batch of the write-ahead log (at open, or after a failed commit) in one commit, then
@@ -1142,3 +1131,49 @@ class TopicIndex:
                 if p.is_file():
                     total += p.stat().st_size
         return total
+
+
+class _BatchWriter:
+    """Batches written in order into one open Whoosh writer until :meth:`commit`. A batch that touches a URL
+    the open writer already wrote commits it first (a writer cannot replace a document it has not
+    committed). After a failure, :meth:`cancel` (the batches are in the write-ahead log)."""
+
+    def __init__(self, index: TopicIndex) -> None:
+        self._index = index
+        self._writer: Any = None
+        self._searcher: Any = None
+        self._written: set[str] = set()
+
+    @property
+    def open(self) -> bool:
+        """True while written batches wait for a commit."""
+        return self._writer is not None
+
+    def write(self, urls: Iterable[str], docs: Mapping[str, dict[str, Any]]) -> None:
+        urls = list(urls)
+        if self._writer is not None and any(u in self._written for u in urls):
+            self.commit()
+        if self._writer is None:
+            self._writer = self._index._new_writer()
+            self._searcher = self._writer.searcher()
+            self._written = set()
+        self._index._write(self._writer, self._searcher, urls, docs)
+        self._written.update(urls)
+
+    def commit(self) -> None:
+        """Commit the open writer (durable on return); nothing when none is open."""
+        if self._writer is None:
+            return
+        self._searcher.close()
+        writer, self._writer, self._searcher = self._writer, None, None
+        self._index._commit_writer(writer)  # cancels it and removes its files if the commit fails
+
+    def cancel(self) -> None:
+        if self._searcher is not None:
+            with contextlib.suppress(Exception):
+                self._searcher.close()
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.cancel()
+            self._index._remove_scratch()
+        self._writer = self._searcher = None
