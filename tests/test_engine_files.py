@@ -76,3 +76,55 @@ def test_an_index_written_through_it_equals_one_written_by_whoosh(tmp_path: Path
             contents.append((s.doc_count(), postings, stored))
         ix.close()
     assert contents[0] == contents[1] and contents[0][0] == 50
+
+
+def test_segments_flushed_with_cached_field_lengths_equal_whooshs(tmp_path: Path) -> None:
+    """Nine commits (Whoosh merges the small segments on the way) with replacements: the same postings,
+    field lengths and BM25F scores as Whoosh's own writer."""
+    from whoosh import scoring
+    from whoosh.qparser import QueryParser
+
+    from oasis.engine.index import _SegmentWriter
+
+    def doc(i: int, version: int) -> dict[str, object]:
+        words = " ".join(f"w{(i * j + version) % 89}" for j in range(20 + (i * 7) % 150))
+        return dict(
+            url=f"http://a.test/{i}", title=f"page {i} w{i % 5}", text=words, fetch_time=0.0, relevance=0.1
+        )
+
+    contents = []
+    for name, make in (("ours", _SegmentWriter), ("whoosh", None)):
+        storage = FileStorage(str(tmp_path / name)).create()
+        ix = storage.create_index(make_schema())
+        for commit in range(9):
+            w = make(ix) if make is not None else ix.writer()
+            assert isinstance(w, _SegmentWriter) == (make is not None)
+            for i in range(commit * 4, commit * 4 + 6):  # 2 of each batch replace the last batch's
+                w.update_document(**doc(i, commit))
+            w.commit()
+        with ix.searcher(weighting=scoring.BM25F()) as s:
+            r = s.reader()
+            postings = {
+                (f, t): list(
+                    r.postings(f, t).items_as("positions") if f != "url" else r.postings(f, t).all_ids()
+                )
+                for f, t in r.all_terms()
+            }
+            lengths = [
+                (s.doc_field_length(d, "text"), s.doc_field_length(d, "title")) for d in r.all_doc_ids()
+            ]
+            parser = QueryParser("text", ix.schema)
+            scores = [
+                [(hit["url"], round(hit.score, 9)) for hit in s.search(parser.parse(q), limit=20)]
+                for q in ("w3", "w17 w40", "title:w2", "w88 OR w1")
+            ]
+            # each posting list also holds its documents' min / max field length
+            blocks = []
+            for leaf, _ in r.leaf_readers():
+                for f, t in leaf.all_terms():
+                    info = leaf.term_info(f, t)
+                    blocks.append((f, t, info.min_length(), info.max_length(), info.max_weight()))
+            contents.append((s.doc_count(), len(r.leaf_readers()), postings, lengths, scores, blocks))
+        ix.close()
+    assert contents[0] == contents[1]
+    assert contents[0][0] == 38 and contents[0][1] < 9  # some segments were merged
