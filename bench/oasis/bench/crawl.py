@@ -1,6 +1,10 @@
 """``oasis bench crawl``: pages/s of the live robot against a local replayed web, as ratios against a plain
 ``requests`` loop and against Scrapy, all crawling the same server in the same run.
 
+The replayed web runs in its own process (``python -m oasis.web``, ``--web process``), so every crawler
+reaches it across a process boundary, as crawlers of a real web do; ``--web inline`` serves it from threads
+of the benchmark's own process, which the robot and the requests loop then share (not Scrapy).
+
 Rows (each crawls breadth-first-ish from the corpus seed until ``--pages`` pages, robots.txt obeyed):
 
 * requests: one ``requests.Session``, sequential: fetch, parse with :func:`oasis.runtime.html.parse_html`,
@@ -12,26 +16,32 @@ Rows (each crawls breadth-first-ish from the corpus seed until ``--pages`` pages
   the time ends when a read (Stats) has seen them all, so the engine's last Whoosh commit is counted;
 * scrapy: Scrapy (installed only into a separate venv under ``~/.cache/oasis-bench``, never a project
   dependency) with the same concurrency, link extraction by its own selectors, no scoring or indexing;
+  timed from spider opened to spider closed (building the crawler and stopping the reactor left out, like
+  the robot's construction);
 * whoosh: raw Whoosh indexing of the pages the requests loop fetched (already parsed; Whoosh's own
   ``StemmingAnalyzer`` schema, one writer, one commit, no fsync): the rate an index alone allows.
 
-``--json-out`` writes ``{"rows": [{"mode", "pages_per_s", ...}]}``.
+``--json-out`` writes ``{"rows": [{"mode", "pages_per_s", ...}]}``; each row's ``runs`` also hold the CPU
+seconds of the processes involved in the timed window (``cpu_robot``, ``cpu_engine``, ``cpu_web``,
+``cpu_scrapy``, ``cpu_whoosh``; Linux ``/proc``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +56,7 @@ SPIDER = textwrap.dedent(
     """
     import json, sys, time
     import scrapy
+    from scrapy import signals
     from scrapy.crawler import CrawlerProcess
     from scrapy.linkextractors import LinkExtractor
 
@@ -57,6 +68,19 @@ SPIDER = textwrap.dedent(
         name = "bench"
         start_urls = [seed]
         extractor = LinkExtractor()
+
+        @classmethod
+        def from_crawler(cls, crawler, *args, **kwargs):
+            spider = super().from_crawler(crawler, *args, **kwargs)
+            crawler.signals.connect(spider.opened, signal=signals.spider_opened)
+            crawler.signals.connect(spider.closed_at, signal=signals.spider_closed)
+            return spider
+
+        def opened(self, spider):
+            times["opened"] = time.monotonic()
+
+        def closed_at(self, spider, reason):
+            times["closed"] = time.monotonic()
 
         def parse(self, response):
             times.setdefault("first", time.monotonic())
@@ -77,8 +101,12 @@ SPIDER = textwrap.dedent(
     start = time.monotonic()
     process.crawl(Bench)
     process.start()
-    json.dump({"pages": times.get("n", 0), "seconds": time.monotonic() - start,
-               "first_to_last": times.get("last", 0) - times.get("first", 0)}, open(out, "w"))
+    end = time.monotonic()
+    json.dump({"pages": times.get("n", 0), "seconds": end - start,
+               "first_to_last": times.get("last", 0) - times.get("first", 0),
+               "setup": times.get("opened", start) - start,
+               "open_to_close": times.get("closed", end) - times.get("opened", start),
+               "teardown": end - times.get("closed", end)}, open(out, "w"))
     """
 )
 
@@ -94,6 +122,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--repeats", type=int, default=1, help="alternate the rows this many times; report medians"
     )
     p.add_argument("--no-scrapy", action="store_true", help="skip Scrapy (no venv, no install)")
+    p.add_argument(
+        "--web",
+        choices=("process", "inline"),
+        default="process",
+        help="serve the replayed web from its own process (python -m oasis.web; default), or from "
+        "threads of this benchmark's process (the old set-up: in-process crawlers share its GIL)",
+    )
     p.add_argument("--json-out", type=Path, default=None, help="write the results as JSON here")
     p.add_argument("--plot", type=Path, default=None, help="write a bar chart (PNG) here")
     p.set_defaults(func=run)
@@ -131,8 +166,9 @@ def _plain_loop(
     return n, time.perf_counter() - start
 
 
-def _raw_whoosh(pages: list[tuple[str, str, str]], directory: Path) -> tuple[int, float]:
-    """Index ``(url, title, text)`` pages with Whoosh alone: the engine's fields, Whoosh's analyser."""
+def _raw_whoosh(pages: list[tuple[str, str, str]], directory: Path) -> tuple[int, float, float]:
+    """Index ``(url, title, text)`` pages with Whoosh alone: the engine's fields, Whoosh's analyser.
+    Returns pages, seconds, CPU seconds (this process; nothing else runs in it meanwhile)."""
     from whoosh import index as windex
     from whoosh.analysis import StemmingAnalyzer
     from whoosh.fields import ID, STORED, TEXT, Schema
@@ -145,6 +181,7 @@ def _raw_whoosh(pages: list[tuple[str, str, str]], directory: Path) -> tuple[int
         relevance=STORED,
     )
     directory.mkdir(parents=True, exist_ok=True)
+    cpu0 = time.process_time()
     start = time.perf_counter()
     ix = windex.create_in(str(directory), schema)
     writer = ix.writer(limitmb=256, procs=1)
@@ -152,7 +189,7 @@ def _raw_whoosh(pages: list[tuple[str, str, str]], directory: Path) -> tuple[int
         writer.add_document(url=url, title=title, text=text, fetch_time=0.0, relevance=0.0)
     writer.commit()
     ix.close()
-    return len(pages), time.perf_counter() - start
+    return len(pages), time.perf_counter() - start, time.process_time() - cpu0
 
 
 class _NullEngine:
@@ -170,7 +207,24 @@ class _NullEngine:
         return None
 
 
-def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: str | None) -> dict[str, Any]:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads; Linux ``/proc``, else 0)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _robot(
+    seed: str,
+    host: str,
+    pages: int,
+    concurrency: int,
+    engine_address: str | None,
+    pids: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """One crawl by the robot; ``pids``: processes whose CPU time in the timed window is reported."""
     from oasis.robot.config import RobotConfig
     from oasis.robot.crawler import Crawler
     from oasis.robot.engine_client import connect_engine
@@ -186,11 +240,16 @@ def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: s
     crawler = Crawler(config, make_controller("bfs", rng=random.Random(0)), engine)
     try:
         crawler.add_seeds([seed])
+        watched = {"robot": os.getpid(), **(pids or {})}
+        cpu0 = {name: _cpu_seconds(pid) for name, pid in watched.items()}
         start = time.perf_counter()
         status = crawler.run(timeout=600)
+        crawled = time.perf_counter()
         if client is not None:  # every page searchable, not only durable: the engine commits for a read
             client.document_count(timeout=60)
         seconds = time.perf_counter() - start
+        tail = seconds - (crawled - start)  # every page acknowledged (durable) -> every page searchable
+        cpu = {f"cpu_{name}": round(_cpu_seconds(pid) - cpu0[name], 2) for name, pid in watched.items()}
     finally:
         crawler.close()
         engine.close()
@@ -198,10 +257,12 @@ def _robot(seed: str, host: str, pages: int, concurrency: int, engine_address: s
     return {
         "pages": status.pages_fetched,
         "seconds": seconds,
+        "commit_tail_seconds": round(tail, 3),
         "indexed": status.pages_indexed,
         "starts_per_decision": fc.get("started", 0) / max(1.0, fc.get("decisions", 1)),
         "max_target_in_flight": fc.get("max_target_in_flight", 0),
         "service_rate_per_s": fc.get("service_rate_per_s", 0),
+        **cpu,
     }
 
 
@@ -223,6 +284,7 @@ def _ensure_scrapy() -> Path | None:
 
 
 def _scrapy(python: Path, seed: str, host: str, pages: int, concurrency: int) -> dict[str, Any]:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory(prefix="oasis-scrapy-") as tmp:
         spider = Path(tmp) / "spider.py"
         out = Path(tmp) / "out.json"
@@ -232,7 +294,16 @@ def _scrapy(python: Path, seed: str, host: str, pages: int, concurrency: int) ->
             check=True, cwd=tmp, timeout=600,
         )  # fmt: skip
         data = json.loads(out.read_text())
-    return {"pages": data["pages"], "seconds": data["seconds"], "crawl_seconds": data["first_to_last"]}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # Scrapy's process, reaped by subprocess.run
+    cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    return {
+        "cpu_scrapy": round(cpu, 2),
+        # timed like the robot (from its crawler's start to the end of its work): spider opened ->
+        # spider closed; building the crawler (loading and importing its components) and stopping the
+        # reactor are left out, as the robot's construction is
+        "pages": data["pages"], "seconds": data["open_to_close"], "with_setup_seconds": data["seconds"],
+        "setup": data["setup"], "teardown": data["teardown"], "crawl_seconds": data["first_to_last"],
+    }  # fmt: skip
 
 
 def _start_engine(workdir: Path) -> ServiceProcess:
@@ -249,58 +320,92 @@ def _start_engine(workdir: Path) -> ServiceProcess:
     )  # fmt: skip
 
 
+@contextlib.contextmanager
+def _replayed_web(spec: str, mode: str, workdir: Path) -> Iterator[tuple[list[str], int]]:
+    """The replayed web the crawlers fetch from: its seed URLs and the pid that serves it.
+
+    ``process``: ``python -m oasis.web`` started like the cluster launcher starts it, so the requests loop,
+    the robot and Scrapy all cross the same process boundary to reach the web, as crawlers of a real web
+    do. ``inline``: threads of this process (the robot and the requests loop then share one GIL with the
+    server they crawl, Scrapy does not)."""
+    if mode == "inline":
+        from oasis.web.corpus import load_corpus
+        from oasis.web.server import ReplayedWeb
+
+        with ReplayedWeb(load_corpus(spec)) as inline:
+            yield inline.seeds, os.getpid()
+        return
+    argv = [sys.executable, "-m", "oasis.web", "--corpus", spec, "--log-level", "WARNING"]
+    web = spawn_service(
+        argv, workdir / "web.json", timeout=300, name="replayed web", log=workdir / "web.log", cwd=workdir
+    )
+    try:
+        yield [str(s) for s in web.info.get("seeds", [])], web.pid
+    finally:
+        web.stop(grace=10)
+
+
 def _median(xs: list[float]) -> float:
     s = sorted(xs)
     return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
 
 
 def run(args: argparse.Namespace) -> int:
-    from oasis.web.corpus import load_corpus
-    from oasis.web.server import ReplayedWeb
-
     spec = args.corpus
     if spec is None:
         spec = "debian:postgresql-doc-15" if Path("/usr/share/doc/postgresql-doc-15/html").is_dir() else (
             "synthetic:pages=1500,hosts=1,topics=3,seed=1"
         )  # fmt: skip
     print(f"loading {spec} ...", file=sys.stderr)
-    corpus = load_corpus(spec)
     scrapy_python = None if args.no_scrapy else _ensure_scrapy()
     rows: dict[str, list[dict[str, Any]]] = {
         "requests": [], "robot-null": [], "robot": [], "scrapy": [], "whoosh": []
     }  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="oasis-bench-crawl-") as tmp, ReplayedWeb(corpus) as web:
-        seed = web.seeds[0]
+    with (
+        tempfile.TemporaryDirectory(prefix="oasis-bench-crawl-") as tmp,
+        _replayed_web(spec, args.web, Path(tmp)) as (seeds, web_pid),
+    ):
+        seed = seeds[0]
         host = seed.split("/")[2]
         for r in range(args.repeats):
             print(f"round {r + 1}/{args.repeats}", file=sys.stderr)
             fetched: list[tuple[str, str, str]] = []
             n, s = _plain_loop(seed, host, args.pages, fetched)
             rows["requests"].append({"pages": n, "seconds": s})
-            n, s = _raw_whoosh(fetched, Path(tmp) / f"whoosh{r}")
-            rows["whoosh"].append({"pages": n, "seconds": s})
-            rows["robot-null"].append(_robot(seed, host, args.pages, args.concurrency, None))
+            n, s, cpu = _raw_whoosh(fetched, Path(tmp) / f"whoosh{r}")
+            rows["whoosh"].append({"pages": n, "seconds": s, "cpu_whoosh": round(cpu, 2)})
+            web = {"web": web_pid} if web_pid != os.getpid() else {}
+            rows["robot-null"].append(_robot(seed, host, args.pages, args.concurrency, None, web))
             engine_dir = Path(tmp) / f"engine{r}"
             engine_dir.mkdir()
             engine = _start_engine(engine_dir)
             try:
-                rows["robot"].append(_robot(seed, host, args.pages, args.concurrency, engine.address))
+                pids = {**web, "engine": engine.pid}
+                rows["robot"].append(_robot(seed, host, args.pages, args.concurrency, engine.address, pids))
             finally:
                 engine.stop(grace=30)
             if scrapy_python is not None:
-                rows["scrapy"].append(_scrapy(scrapy_python, seed, host, args.pages, args.concurrency))
+                web_cpu = _cpu_seconds(web_pid)
+                row = _scrapy(scrapy_python, seed, host, args.pages, args.concurrency)
+                if web:
+                    row["cpu_web"] = round(_cpu_seconds(web_pid) - web_cpu, 2)
+                rows["scrapy"].append(row)
     result: dict[str, Any] = {
         "corpus": spec,
         "pages": args.pages,
         "concurrency": args.concurrency,
         "repeats": args.repeats,
         "cpus": os.cpu_count(),
+        "web": args.web,
+        "web_pid": web_pid,
+        "bench_pid": os.getpid(),
         "rows": [],
     }
     base = _median([x["pages"] / x["seconds"] for x in rows["requests"]])
     print(
         f"\ncrawl benchmark: {spec}, {args.pages} pages, concurrency {args.concurrency}, "
-        f"{args.repeats} round(s)"
+        f"{args.repeats} round(s); web served from "
+        + ("its own process" if args.web == "process" else "this process (inline)")
     )
     print(f"{'mode':<12} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'/requests':>9}  work per page")
     work = {

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import io
 import logging
 import math
 import os
@@ -43,7 +44,9 @@ from urllib.parse import urlsplit
 from whoosh import collectors, scoring
 from whoosh import query as wquery
 from whoosh.fields import ID, STORED, TEXT, Schema
-from whoosh.filedb.filestore import FileStorage, RamStorage, Storage
+from whoosh.filedb.filestore import FileStorage, RamStorage, ReadOnlyError, Storage
+from whoosh.filedb.structfile import StructFile
+from whoosh.writing import SegmentWriter
 
 from oasis.engine import integrity
 from oasis.engine import query as qlang
@@ -271,6 +274,62 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+class PositionedFileIO(io.FileIO):
+    """A file opened for writing from its start that counts its own position, so ``tell`` is no ``lseek``.
+
+    Whoosh's segment writers ask for the position at every term and postings block (89,205 times to index
+    400 PostgreSQL pages), and through a plain file each ask is an ``lseek`` that also gives up the GIL, which
+    the engine's gRPC threads then take (py-spy during ``oasis bench crawl``: 6.8 % of the engine's samples
+    in ``StructFile.tell``, issue 14). Wrapped in a ``BufferedWriter``, whose ``tell`` asks this one."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, "w")
+        self._position = 0
+
+    def write(self, data: Any) -> int:
+        written = super().write(data)
+        self._position += written or 0
+        return written or 0
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self._position = super().seek(offset, whence)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+
+class _FieldLengths:
+    """A new segment's per-document reader whose ``doc_field_length`` reads each field's lengths once.
+
+    Flushing a segment, Whoosh asks for the length of the posting's field in its document at every posting
+    (``FieldWriter.add_postings``), each time through the column reader and the length byte's decoding: 8 %
+    of the engine's GIL time during ``oasis bench crawl`` (py-spy ``--gil``, issue 14). Here the answers
+    are the reader's own, computed once per document and field."""
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+        self._lengths: dict[tuple[str, Any], list[Any]] = {}
+
+    def doc_field_length(self, docnum: int, fieldname: str, default: Any = 0) -> Any:
+        lengths = self._lengths.get((fieldname, default))
+        if lengths is None:
+            read = self._reader.doc_field_length
+            lengths = [read(d, fieldname, default) for d in range(self._reader.doc_count_all())]
+            self._lengths[(fieldname, default)] = lengths
+        return lengths[docnum]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._reader, name)
+
+
+class _SegmentWriter(SegmentWriter):
+    """Whoosh's writer, flushing with :class:`_FieldLengths`."""
+
+    def per_document_reader(self) -> Any:
+        return _FieldLengths(super().per_document_reader())
+
+
 class DurableFileStorage(FileStorage):
     """FileStorage that fsyncs each file it closes and the directory after a rename, and keeps writer
     scratch space inside the index directory (Whoosh's default, ``$TMPDIR/MAIN.tmp``, is shared by every
@@ -285,7 +344,12 @@ class DurableFileStorage(FileStorage):
             sf.file.flush()
             os.fsync(sf.file.fileno())
 
-        return super().create_file(name, excl=excl, mode=mode, onclose=onclose, **kwargs)
+        if excl or mode != "wb":
+            return super().create_file(name, excl=excl, mode=mode, onclose=onclose, **kwargs)
+        if self.readonly:
+            raise ReadOnlyError
+        fileobj = io.BufferedWriter(PositionedFileIO(os.path.abspath(os.path.join(self.folder, name))))
+        return StructFile(fileobj, name=name, onclose=onclose, **kwargs)
 
     def rename_file(self, oldname: str, newname: str, safe: bool = False) -> None:
         super().rename_file(oldname, newname, safe=safe)
@@ -617,7 +681,7 @@ class TopicIndex:
 
     def _new_writer(self) -> Any:
         self._writer_before = set(os.listdir(self._folder)) if self._folder is not None else set()
-        return self._ix.writer(limitmb=self._limitmb, procs=1)
+        return _SegmentWriter(self._ix, limitmb=self._limitmb)
 
     def _commit_writer(self, writer: Any) -> None:
         """Commit ``writer`` (durable on return) and refresh the searcher; on failure cancel it, remove the
@@ -690,44 +754,57 @@ class TopicIndex:
         return added, replaced, deleted
 
     def _apply_loop(self) -> None:
-        """The applier: take every queued batch (sealing the log file that holds them), write them with one
-        Whoosh writer outside the lock (appends go on meanwhile), commit, drop the sealed file. A cycle starts
-        when a read waits for it, ``commit_docs`` operations are queued, the oldest batch has waited
-        ``commit_seconds``, or the index is closing."""
+        """The applier: write each logged batch into an open Whoosh writer as soon as it is logged (outside
+        the lock: appends go on meanwhile), so analysing and adding documents keeps pace with the appends
+        instead of waiting for the commit; commit when a read waits for it, ``commit_docs`` operations are
+        logged but not committed, the oldest of them has waited ``commit_seconds``, or the index is closing.
+        Before a commit the log file holding every batch written so far is sealed; it is dropped after."""
         assert self._wal is not None
+        batches = _BatchWriter(self)
+        written_through = self._committed  # the last batch written into the open writer
         while True:
             with self._cv:
                 while True:
                     closing = self._closing.is_set()
-                    if self._queue and (
+                    due = (bool(self._queue) or batches.open) and (
                         closing
                         or self._refresh_wanted
                         or self._queued_ops >= self._commit_docs
                         or time.monotonic() - (self._oldest or 0.0) >= self._commit_seconds
-                    ):
+                    )
+                    if due or self._queue:
                         break
                     if closing:
                         return
                     self._cv.wait(timeout=min(0.25, self._commit_seconds / 4))
                 taken = list(self._queue)
                 self._queue.clear()
-                self._queued_ops = 0
-                self._oldest = None
-                self._refresh_wanted = False
-                sealed = self._wal.rotate()
+                sealed = None
+                if due:
+                    self._queued_ops = 0
+                    self._oldest = None
+                    self._refresh_wanted = False
+                    sealed = self._wal.rotate()
             try:
-                self._write_batches([(urls, docs) for _, urls, docs in taken])
+                for number, urls, docs in taken:
+                    batches.write(urls, docs)
+                    written_through = number
+                if due:
+                    batches.commit()
             except Exception as exc:
-                logger.exception("commit of %d logged batch(es) failed; replaying the log", len(taken))
+                batches.cancel()
+                logger.exception("writing or committing logged batches failed; replaying the log")
                 with self._cv:
                     self._apply_error = exc
                     self._cv.notify_all()
                 if not self._recover_loop():
                     return
+                written_through = self._committed
                 continue
-            with self._cv:
-                self._wal.drop(sealed)
-                self._done_through(taken[-1][0])
+            if due:
+                with self._cv:
+                    self._wal.drop(sealed)
+                    self._done_through(written_through)
 
     def _done_through(self, last: int) -> None:
         """Every batch up to ``last`` is committed (call with the lock): wake the readers waiting for it."""
@@ -764,38 +841,14 @@ class TopicIndex:
                 delay = min(delay * 2, 5.0)
 
     def _write_batches(self, batches: Sequence[tuple[Iterable[str], Mapping[str, dict[str, Any]]]]) -> None:
-        """Write batches in order with one Whoosh writer, committing first whenever a batch touches a URL the
-        open writer already wrote (it cannot replace a document it has not committed); commit at the end."""
-        writer: Any = None
-        searcher: Any = None
-        written: set[str] = set()
+        """Write batches in order with one Whoosh writer (:class:`_BatchWriter`) and commit them."""
+        writer = _BatchWriter(self)
         try:
             for urls, docs in batches:
-                urls = list(urls)
-                if writer is not None and any(u in written for u in urls):
-                    searcher.close()
-                    searcher = None
-                    self._commit_writer(writer)
-                    writer = None
-                if writer is None:
-                    writer = self._new_writer()
-                    searcher = writer.searcher()
-                    written = set()
-                self._write(writer, searcher, urls, docs)
-                written.update(urls)
-            if writer is not None:
-                searcher.close()
-                searcher = None
-                self._commit_writer(writer)
-                writer = None
+                writer.write(urls, docs)
+            writer.commit()
         finally:
-            if searcher is not None:
-                with contextlib.suppress(Exception):
-                    searcher.close()
-            if writer is not None:
-                with contextlib.suppress(Exception):
-                    writer.cancel()
-                self._remove_scratch()
+            writer.cancel()  # a no-op once committed
 
     def _replay(self) -> None:
         """Apply every batch of the write-ahead log (at open, or after a failed commit) in one commit, then
@@ -1142,3 +1195,49 @@ class TopicIndex:
                 if p.is_file():
                     total += p.stat().st_size
         return total
+
+
+class _BatchWriter:
+    """Batches written in order into one open Whoosh writer until :meth:`commit`. A batch that touches a URL
+    the open writer already wrote commits it first (a writer cannot replace a document it has not
+    committed). After a failure, :meth:`cancel` (the batches are in the write-ahead log)."""
+
+    def __init__(self, index: TopicIndex) -> None:
+        self._index = index
+        self._writer: Any = None
+        self._searcher: Any = None
+        self._written: set[str] = set()
+
+    @property
+    def open(self) -> bool:
+        """True while written batches wait for a commit."""
+        return self._writer is not None
+
+    def write(self, urls: Iterable[str], docs: Mapping[str, dict[str, Any]]) -> None:
+        urls = list(urls)
+        if self._writer is not None and any(u in self._written for u in urls):
+            self.commit()
+        if self._writer is None:
+            self._writer = self._index._new_writer()
+            self._searcher = self._writer.searcher()
+            self._written = set()
+        self._index._write(self._writer, self._searcher, urls, docs)
+        self._written.update(urls)
+
+    def commit(self) -> None:
+        """Commit the open writer (durable on return); nothing when none is open."""
+        if self._writer is None:
+            return
+        self._searcher.close()
+        writer, self._writer, self._searcher = self._writer, None, None
+        self._index._commit_writer(writer)  # cancels it and removes its files if the commit fails
+
+    def cancel(self) -> None:
+        if self._searcher is not None:
+            with contextlib.suppress(Exception):
+                self._searcher.close()
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.cancel()
+            self._index._remove_scratch()
+        self._writer = self._searcher = None

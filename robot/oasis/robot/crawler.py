@@ -35,7 +35,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from oasis.robot.config import RobotConfig
 from oasis.robot.engine_port import EngineLike, IndexDoc, RobotEngineError
 from oasis.robot.fetcher_controller import FetcherController, FetcherControllerConfig
 from oasis.robot.politeness import Politeness, ip_literal
-from oasis.robot.processor import Known, Processed, ResponseProcessor
+from oasis.robot.processor import Known, Parsed, Processed, ResponseProcessor
 from oasis.robot.scheduling import FetchOutcome, RequestController
 from oasis.robot.scheduling.recrawl import WhittleRecrawl
 from oasis.runtime.files import write_json_atomic
@@ -70,6 +70,17 @@ class _Task:
     dispatched: float
     robots: bool = False
     ip: str = ""  # the host's address, resolved by the robots.txt task
+
+
+@dataclass(frozen=True, slots=True)
+class _Scoring:
+    """A parsed batch whose Score call is in flight (None: nothing to score)."""
+
+    batch: list[f.FetchResult]
+    parsed: Parsed
+    future: Future[list[float]] | None
+    started: float  # clock when its processing began
+    wall: float  # wall time then: the fetch time its documents are indexed with
 
 
 @dataclass
@@ -160,6 +171,8 @@ class Crawler:
         self._done = threading.Event()
         self._threads: list[threading.Thread] = []
         self._pool: ThreadPoolExecutor | None = None
+        # the processor's Score calls, one at a time, while it parses the next batch
+        self._scorer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{config.name}-score")
         self._started_at: float | None = None
         self._max_pages = config.max_pages
         self.state = IDLE
@@ -314,6 +327,7 @@ class Crawler:
 
     def close(self) -> None:
         self.stop()
+        self._scorer.shutdown(wait=False)
         if self._own_fetcher:
             self._fetcher.close()
 
@@ -578,18 +592,25 @@ class Crawler:
 
     # ------------------------------------------------------------------ processor thread
     def _process_loop(self) -> None:
+        """Parse a batch and start its Score call, then finish the batch before it (whose Score call ran
+        meanwhile): parsing in this process overlaps the engine's scoring (papers/004's processor, in two
+        stages). A batch is only held back while another one is waiting to be parsed."""
+        scoring: _Scoring | None = None  # parsed, its Score call in flight
         try:
             while True:
                 with self._lock:
-                    while not self._responses and not self._dispatch_done.is_set():
+                    while not self._responses and not self._dispatch_done.is_set() and scoring is None:
                         self._responses_cv.wait(timeout=0.1)
-                    if not self._responses and self._dispatch_done.is_set():
-                        break
+                    if not self._responses and scoring is None:
+                        break  # the dispatcher is done and everything is processed
                     n = min(self.config.process_batch, len(self._responses))
                     batch = [self._responses.popleft() for _ in range(n)]
-                    self._processing = len(batch)
+                    self._processing += len(batch)
                 try:
-                    self._process_batch(batch)
+                    started = self._start_batch(batch) if batch else None
+                    if scoring is not None:
+                        self._finish_batch(scoring)
+                    scoring = started
                     if (
                         self._since_checkpoint >= self.config.checkpoint_interval
                         and self._clock() >= self._next_checkpoint_at
@@ -597,12 +618,13 @@ class Crawler:
                         self._index_q.put(self._snapshot())
                 finally:
                     with self._lock:
-                        self._processing = 0
+                        self._processing = len(scoring.batch) if scoring is not None else 0
                     self._wake()  # a departure event for the fetcher controller
         except Exception:
             logger.exception("processor thread failed")
             with self._lock:
                 self.errors["internal"] += 1
+                self._processing = 0
         finally:
             try:
                 self._index_q.put(self._snapshot())  # the final checkpoint, once everything is acknowledged
@@ -610,11 +632,29 @@ class Crawler:
                 logger.exception("final snapshot failed")
             self._index_q.put(None)
 
-    def _process_batch(self, batch: list[f.FetchResult]) -> None:
-        t0 = self._clock()
-        processed = self._with_engine_retry(lambda: self.processor.process(batch, self._wall()))
-        if processed is None:  # stopped while the engine is down: these URLs are fetched again on resume
+    def _start_batch(self, batch: list[f.FetchResult]) -> _Scoring:
+        """Parse ``batch`` and start its Score call on the scoring thread."""
+        started, wall = self._clock(), self._wall()
+        parsed = self.processor.parse(batch)
+        future = self._scorer.submit(self.processor.score, parsed) if parsed.texts else None
+        return _Scoring(batch, parsed, future, started, wall)
+
+    def _finish_batch(self, scoring: _Scoring) -> None:
+        """Wait for the batch's scores (retrying a failed Score call), report it, queue its documents."""
+        batch = scoring.batch
+        scores: list[float] | None = []
+        if scoring.future is not None:
+            try:
+                scores = scoring.future.result()
+            except RobotEngineError as exc:
+                with self._lock:
+                    self.errors["engine"] += 1
+                    self._last_engine_error = str(exc)
+                logger.warning("engine call failed (retrying): %s", exc)
+                scores = self._with_engine_retry(lambda: self.processor.score(scoring.parsed))
+        if scores is None:  # stopped while the engine is down: these URLs are fetched again on resume
             return
+        processed = self.processor.finish(scoring.parsed, scores, scoring.wall)
         now = self._wall()  # the request controller's clock
         with self._lock:
             for res, p in zip(batch, processed, strict=True):
@@ -629,7 +669,7 @@ class Crawler:
         for p in processed:
             if p.op is not None:
                 self._index_q.put(p.op)  # blocks when the engine falls behind (bounded queue)
-        self.fc.observe_service(self._clock() - t0, len(batch))
+        self.fc.observe_service(self._clock() - scoring.started, len(batch))
 
     def _report(self, res: f.FetchResult, p: Processed, now: float) -> None:
         if p.error is not None:

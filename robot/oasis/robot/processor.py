@@ -40,6 +40,17 @@ class Processed:
     seed: str | None = None  # a URL to add as a new root (the target of a known page's redirect)
 
 
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A batch of responses parsed (:meth:`ResponseProcessor.parse`), waiting for the scores of ``texts``."""
+
+    results: Sequence[f.FetchResult]
+    pages: dict[int, tuple[str, str, list[tuple[str, str]], bool]]  # index -> title, text, links, noindex
+    page_idx: dict[int, int]  # result index -> its page's slot in texts
+    anchor_slot: dict[str, int]  # anchor text -> its slot in texts
+    texts: list[tuple[str, str]]  # (title, text) of each page, then ("", anchor) of each distinct anchor
+
+
 def content_hash(title: str, text: str) -> str:
     return hashlib.blake2b(f"{title}\x00{text}".encode("utf-8", "replace"), digest_size=16).hexdigest()
 
@@ -80,7 +91,12 @@ class ResponseProcessor:
 
     def process(self, results: Sequence[f.FetchResult], fetch_time: float) -> list[Processed]:
         """Process a batch of responses; one Score call for all of its pages and anchors."""
-        parsed: dict[int, tuple[str, str, list[tuple[str, str]], bool]] = {}
+        parsed = self.parse(results)
+        return self.finish(parsed, self.score(parsed), fetch_time)
+
+    def parse(self, results: Sequence[f.FetchResult]) -> Parsed:
+        """The first half of :meth:`process`: parse the pages, and list the texts to score."""
+        pages: dict[int, tuple[str, str, list[tuple[str, str]], bool]] = {}
         texts: list[tuple[str, str]] = []
         anchor_slot: dict[str, int] = {}
         for i, res in enumerate(results):
@@ -100,20 +116,28 @@ class ResponseProcessor:
                 kept = [ln for ln in links if len(ln[0]) <= self._max_url_length]
                 self.long_urls += len(links) - len(kept)
                 links = kept
-            parsed[i] = (page.title, page.text, links, page.noindex)
+            pages[i] = (page.title, page.text, links, page.noindex)
             for _, anchor in links:
                 if anchor and anchor not in anchor_slot:
                     anchor_slot[anchor] = -1
-        page_idx = {i: len(texts) + k for k, i in enumerate(parsed)}
-        texts.extend((title, text) for title, text, _, _ in parsed.values())
+        page_idx = {i: len(texts) + k for k, i in enumerate(pages)}
+        texts.extend((title, text) for title, text, _, _ in pages.values())
         for anchor in anchor_slot:
             anchor_slot[anchor] = len(texts)
             texts.append(("", anchor))
-        scores = self._score(texts) if texts else []
+        return Parsed(results, pages, page_idx, anchor_slot, texts)
+
+    def score(self, parsed: Parsed) -> list[float]:
+        """The topic relevance of every text of a parsed batch (one Score call; none without texts)."""
+        return self._score(parsed.texts) if parsed.texts else []
+
+    def finish(self, parsed: Parsed, scores: Sequence[float], fetch_time: float) -> list[Processed]:
+        """The second half of :meth:`process`: outcomes and index operations, given the batch's scores."""
         out: list[Processed] = []
-        for i, res in enumerate(results):
-            if i in parsed:
-                title, text, links, noindex = parsed[i]
+        anchor_slot, page_idx = parsed.anchor_slot, parsed.page_idx
+        for i, res in enumerate(parsed.results):
+            if i in parsed.pages:
+                title, text, links, noindex = parsed.pages[i]
                 r = _clip(scores[page_idx[i]])
                 children = tuple(
                     Discovered(url, anchor, _clip(scores[anchor_slot[anchor]]) if anchor else 0.0)
