@@ -4,6 +4,7 @@ batches the index already holds changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -232,3 +234,54 @@ def test_logged_batches_count_and_end_like_a_dict(
                 assert doc is not None and doc["text"] == word
         finally:
             ix.close()
+
+
+def test_a_batch_acknowledged_while_a_failed_commit_is_replayed_stays_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a failed commit the applier replays the log; a batch acknowledged meanwhile is only in the log
+    (and the applier's queue) until the next commit, so the replay must not empty the file holding it: a
+    kill -9 then would lose an acknowledged page."""
+    ix, index_dir = logged_index(tmp_path, 2)
+    real_commit = TopicIndex._commit_writer
+    failures = [RuntimeError("disk full (test)")]
+
+    def commit_once_failing(self: TopicIndex, writer: object) -> None:
+        if failures:
+            with contextlib.suppress(Exception):
+                writer.cancel()  # type: ignore[attr-defined]
+            raise failures.pop()
+        real_commit(self, writer)
+
+    monkeypatch.setattr(TopicIndex, "_commit_writer", commit_once_failing)
+    wal = ix._wal
+    assert wal is not None
+    real_replay = wal.replay
+    late = up(10_000, 10_000)
+
+    def replay_with_a_late_batch(paths: list[Path] | None = None) -> list[list[object]]:
+        batches = real_replay(paths)
+        t = threading.Thread(target=ix.apply, args=([late],))  # a client's batch, acknowledged meanwhile
+        t.start()
+        t.join(timeout=30)
+        return batches
+
+    monkeypatch.setattr(wal, "replay", replay_with_a_late_batch)
+    try:
+        with pytest.raises(RuntimeError, match="could not commit"):
+            ix.stats()  # the read asks for a commit, which fails: the applier replays the log
+        deadline = time.monotonic() + 30  # wait for the replay without asking for a commit (a read would)
+        while not (ix._committed >= 2 and ix._logged == 3 and ix._apply_error is None):
+            assert time.monotonic() < deadline, "the applier did not replay the log"
+            time.sleep(0.05)
+        assert not failures
+        copy = crashed_copy(index_dir, tmp_path / "crashed")
+    finally:
+        monkeypatch.undo()
+        ix.close()
+    reopened = TopicIndex.open(copy, TOPIC)
+    try:
+        assert reopened.contains(late.url), "the batch acknowledged during the replay was lost"
+        assert reopened.stats().documents == 2 * BATCH + 1
+    finally:
+        reopened.close()

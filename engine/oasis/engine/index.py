@@ -827,7 +827,8 @@ class TopicIndex:
                     self._oldest = None
                     last = self._logged
                     self._wal.rotate()
-                self._replay()
+                    sealed = self._wal.sealed()  # every batch up to ``last``; later appends go to a new file
+                self._replay(sealed)
                 with self._cv:
                     self._done_through(last)
                 return True
@@ -850,11 +851,13 @@ class TopicIndex:
         finally:
             writer.cancel()  # a no-op once committed
 
-    def _replay(self) -> None:
-        """Apply every batch of the write-ahead log (at open, or after a failed commit) in one commit, then
-        empty the log. Replaying is idempotent: batches already committed are applied again unchanged."""
+    def _replay(self, sealed: list[Path] | None = None) -> None:
+        """Apply every batch of the write-ahead log in one commit, then drop what was applied: at open the
+        whole log (then emptied); after a failed commit the ``sealed`` files only, since batches appended
+        while they are replayed (acknowledged, in the current file) are not in them and must stay logged.
+        Replaying is idempotent: batches already committed are applied again unchanged."""
         assert self._wal is not None
-        batches = self._wal.replay()
+        batches = self._wal.replay(sealed)
         final: dict[str, dict[str, Any] | None] = {}  # URL -> document, or None for a delete; last wins
         for batch in batches:
             for entry in batch:
@@ -871,7 +874,10 @@ class TopicIndex:
             self._write_batches([(list(final), {u: d for u, d in final.items() if d is not None})])
             logger.info("replayed %d batch(es), %d URL(s) from the write-ahead log", len(batches), len(final))
         with self._cv:
-            self._wal.reset()
+            if sealed is None:
+                self._wal.reset()
+            else:
+                self._wal.drop_all(sealed)
 
     def _refresh(self) -> None:
         """Wait until every batch logged before this call is committed: a read sees every acknowledged one."""

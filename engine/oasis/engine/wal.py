@@ -116,11 +116,12 @@ class WriteAheadLog:
             sealed.unlink(missing_ok=True)
             fsync_directory(self.path.parent)
 
-    def replay(self) -> list[list[Any]]:
-        """The batches to apply again after a restart, from the sealed files and the current one, in order;
-        a damaged file is copied aside (and reported)."""
+    def replay(self, paths: list[Path] | None = None) -> list[list[Any]]:
+        """The batches to apply again, in order: after a restart from the sealed files and the current one,
+        after a failed commit from the given sealed ``paths`` only; a damaged file is copied aside (and
+        reported)."""
         batches: list[list[Any]] = []
-        for path in [*self.sealed(), self.path]:
+        for path in [*self.sealed(), self.path] if paths is None else paths:
             result = read_log(path)
             batches.extend(result.batches)
             if result.problem:
@@ -156,6 +157,12 @@ class WriteAheadLog:
             os.ftruncate(self._fd, self.size)
             raise
         self.size += len(record)
+
+    def drop_all(self, sealed: list[Path]) -> None:
+        """Delete these sealed files (their batches are committed); the current file is left alone."""
+        for p in sealed:
+            p.unlink(missing_ok=True)
+        fsync_directory(self.path.parent)
 
     def reset(self) -> None:
         """Empty the log: sealed files deleted, the current one truncated (all of it is committed)."""
