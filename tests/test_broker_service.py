@@ -325,46 +325,6 @@ def test_route_cache_avoids_the_directory_within_its_ttl() -> None:
         c.close()
 
 
-def test_expired_route_searches_the_last_routes_engines_once_while_the_directory_answers(
-    cluster: Cluster,
-) -> None:
-    """TTL 0: every query asks the directory; a repeated one starts its engines' searches before the
-    answer and each engine is still searched once per query, with the same answer as the first time."""
-    first = cluster.search("sql table", k=10)
-    calls = {n: e.calls for n, e in cluster.engines.items()}
-    second, call = cluster.stub.Search.with_call(
-        broker_pb2.BrokerSearchRequest(query="sql table", k=10), timeout=10
-    )
-    assert dict(call.trailing_metadata())[ROUTE_SOURCE_METADATA] == "directory"
-    assert {n: e.calls - calls[n] for n, e in cluster.engines.items()} == {"pg": 1, "py": 1, "dj": 0}
-    assert [(h.url, h.snippet, h.score, h.engine) for h in second.hits] == [
-        (h.url, h.snippet, h.score, h.engine) for h in first.hits
-    ]
-    assert states(second) == states(first) == {"pg": OK, "py": OK, "dj": SKIPPED}
-
-
-def test_the_directorys_new_route_decides_which_early_searches_count(cluster: Cluster) -> None:
-    """Between two queries py stops holding the query's terms and a new engine registers: the second query
-    searched py early (the last route named it), yet py's hits are dropped and it is reported skipped, and
-    the new engine, which the last route did not name, is searched after the route came."""
-    cluster.search("sql table", k=10)
-    newcomer = FakeEngine("new", {"http://new.test/sql": "sql table sql table sql table"}, scale=10.0)
-    server = start_engine(newcomer)
-    try:
-        cluster.register("new", server.address, newcomer.summary())
-        gone = FakeEngine("py", {"http://py.test/other": "django template"})
-        cluster.register("py", cluster.servers["py"].address, gone.summary())
-        py_calls = cluster.engines["py"].calls
-        reply = cluster.search("sql table", k=10)
-        assert cluster.engines["py"].calls == py_calls + 1  # the early search, made before the route came
-        assert newcomer.calls == 1
-        assert states(reply) == {"pg": OK, "new": OK, "py": SKIPPED, "dj": SKIPPED}
-        assert {h.engine for h in reply.hits} == {"pg", "new"}
-        assert "http://py.test/sqlite" not in {h.url for h in reply.hits}
-    finally:
-        server.stop(0)
-
-
 @pytest.mark.parametrize(
     ("request_kw", "message"),
     [

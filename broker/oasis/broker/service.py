@@ -213,11 +213,6 @@ class Broker:
         cached = self._routes.fresh(key)
         if cached is not None:
             return cached, "cache"
-        return self._ask_directory(key, query, max_engines, deadline)
-
-    def _ask_directory(
-        self, key: tuple[str, int], query: str, max_engines: int, deadline: float
-    ) -> tuple[RouteResult, RouteSource]:
         timeout = (deadline - self._clock()) * self.config.route_budget_fraction
         try:
             if timeout <= 0:
@@ -262,30 +257,8 @@ class Broker:
 
         return stamp
 
-    def _start_early(
-        self, query: str, k: int, max_engines: int, deadline: float, finished: dict[str, float]
-    ) -> tuple[tuple[RouteResult, RouteSource], dict[str, tuple[RoutedEngine, Future[EngineReply]]]]:
-        """The route of ``query`` and the searches already started. When the cached route has expired but
-        the query was routed before, the engines of that last route are searched while the directory is
-        asked (its answer still decides which engines count: see :meth:`_search`), so a repeated query does
-        not wait for the directory before its fan-out (issue 14)."""
-        key = RouteCache.key(query, max_engines)
-        cached = self._routes.fresh(key)
-        if cached is not None:
-            return (cached, "cache"), {}
-        early: dict[str, tuple[RoutedEngine, Future[EngineReply]]] = {}
-        last = self._routes.last_good(key)
-        for engine in last.engines if last is not None else ():
-            if self.suspensions.suspended_for(engine.name) > 0:
-                continue
-            future = self._engines.start_search(engine.address, query, k, deadline - self._clock())
-            future.add_done_callback(self._stamp(finished, engine.name))
-            early[engine.name] = (engine, future)
-        return self._ask_directory(key, query, max_engines, deadline), early
-
     def _search(self, query: str, k: int, max_engines: int, start: float, deadline: float) -> SearchOutcome:
-        finished: dict[str, float] = {}
-        (route, source), early = self._start_early(query, k, max_engines, deadline, finished)
+        route, source = self._route(query, max_engines, deadline)
         note = {
             "directory": "",
             "cache": "",
@@ -294,6 +267,7 @@ class Broker:
         }[source]
         statuses: dict[str, EngineStatus] = {}
         calls: dict[str, tuple[RoutedEngine, Future[EngineReply]]] = {}
+        finished: dict[str, float] = {}
         asked: list[RoutedEngine] = []
         for engine in route.engines:
             left = self.suspensions.suspended_for(engine.name)
@@ -306,12 +280,7 @@ class Broker:
                     message=_join(f"suspended for {left:.1f} s more", note),
                 )
                 continue
-            started = early.get(engine.name)
-            if started is not None and started[0].address == engine.address:
-                calls[engine.name] = (engine, started[1])  # the search started before the route came
-                continue
             asked.append(engine)
-        # an early search of an engine the route no longer names is not waited for and does not count
         # every engine but the last is searched on the fan-out pool; the last on this thread, which would
         # otherwise only wait (one thread hand-off and one pool future less per query: issue 14)
         for engine in asked[:-1]:
@@ -322,7 +291,6 @@ class Broker:
             last = asked[-1]
             calls[last.name] = (last, self._search_here(last, query, k, deadline))
             finished[last.name] = self._clock()
-        calls = {e.name: calls[e.name] for e in route.engines if e.name in calls}  # route order: merge ties
         wait([f for _, f in calls.values()], timeout=max(0.0, deadline - self._clock()))
         results: list[EngineResult] = []
         refused: list[str] = []
