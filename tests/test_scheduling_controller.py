@@ -296,6 +296,11 @@ def test_state_dict_is_json_and_keeps_the_seen_set() -> None:
         back.load_state(snap)  # needs a fresh controller
     with pytest.raises(ValueError):
         make_controller("bfs", rng=random.Random(0)).load_state(snap)  # wrong policy
+    for column, bad in ((2, -0.5), (2, float("nan")), (3, -1.0)):  # a damaged relevance or parent relevance
+        damaged = json.loads(json.dumps(snap))
+        damaged["docs"][0][column] = bad
+        with pytest.raises(ValueError, match="checkpoint row"):
+            make_controller("whittle", rng=random.Random(0)).load_state(damaged)
 
 
 def test_parent_prior_starts_as_fringe_greedy() -> None:

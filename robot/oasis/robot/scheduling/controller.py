@@ -411,6 +411,8 @@ class _Controller:
         states: dict[int, str | None] = {}
         for row in state["docs"]:
             url, st, rel, prel, depth, key, fetches, changes, first, last, dstate = row
+            if not (float(rel) >= 0 and float(prel) >= 0):  # report refuses these; a damaged file must too
+                raise ValueError(f"checkpoint row for {url!r} has relevance {rel!r} / parent {prel!r}")
             doc = docs.add(str(url), float(prel), int(depth), int(st))
             docs.rel[doc] = float(rel)
             docs.key[doc] = float(key)
