@@ -4,8 +4,7 @@ indexes of the Debian documentation corpora, a real directory and the broker's o
 The plain computation is what the broker did before its fan-out was optimised: ask the directory for the
 route, search every routed engine over gRPC, merge. The broker must give the same URLs, titles, snippets,
 scores and engines in the same order, and the same per-engine hit counts, whether its route comes from the
-directory with no earlier route (first pass) or with the last route's engines already searched while the
-directory answers (second pass, route cache TTL 0), or from its cache."""
+directory (route cache TTL 0, twice) or from its cache."""
 
 from __future__ import annotations
 
@@ -115,7 +114,7 @@ def test_broker_answers_equal_the_plain_route_search_merge(rig: Rig) -> None:
         first = uncached.search(query, k=K)
         assert first.route_source == "directory"
         assert answer(first) == expected, query
-        repeated = uncached.search(query, k=K)  # the last route's engines searched while the route came
+        repeated = uncached.search(query, k=K)
         assert repeated.route_source == "directory"
         assert answer(repeated) == expected, query
         cached.search(query, k=K)
