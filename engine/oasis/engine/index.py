@@ -68,6 +68,7 @@ MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection gr
 COMMIT_SECONDS = 1.0  # an index on disk commits logged batches at least this often (and before reads)
 COMMIT_DOCS = 2000  # ... or once this many operations are logged but not committed
 PARSED_QUERIES = 4096  # parsed queries an engine keeps (an LRU-free bounded cache: oldest out first)
+IDLE_SEARCHERS = 8  # searchers kept open for the next searches (one per concurrent search, see _leased)
 
 
 class InvalidQuery(ValueError):
@@ -522,6 +523,11 @@ class TopicIndex:
         self._searcher = ix.searcher(weighting=self._weighting)
         self._searcher_users: dict[int, int] = {}  # id(searcher) -> searches using it (outside the lock)
         self._retired: dict[int, Any] = {}  # replaced searchers still in use, closed by their last user
+        # Searches run on searchers of their own (:meth:`_leased`): a Whoosh reader's files are shared
+        # objects read by seek + read, so two threads on one searcher read each other's positions (corrupt
+        # postings and stored fields: "invalid load key", "Error -5 while decompressing data").
+        self._idle: list[Any] = []  # searchers of the current generation no search is using
+        self._commit_lock = threading.Lock()  # a commit (which deletes merged segments' files) or an open
         self._generation = 0
         self._last_commit = self._toc_time()
         self._stats: _CollectionStats | None = None
@@ -613,6 +619,9 @@ class TopicIndex:
             if self._wal is not None:
                 self._wal.close()
             self._retire(self._searcher)
+            for searcher in self._idle:
+                searcher.close()
+            self._idle = []
             self._ix.close()
             if self._owner is not None:
                 self._owner.release()
@@ -686,19 +695,20 @@ class TopicIndex:
     def _commit_writer(self, writer: Any) -> None:
         """Commit ``writer`` (durable on return) and refresh the searcher; on failure cancel it, remove the
         files the failed commit wrote, and re-raise (call with the write lock)."""
-        try:
-            writer.commit()
-            if self._folder is not None:
-                integrity.record(self._folder)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                writer.cancel()
-            if self._folder is not None:
-                integrity.remove_uncommitted(self._folder, self._writer_before)
-            raise
-        finally:
-            self._remove_scratch()
-        self._after_commit()
+        with self._commit_lock:
+            try:
+                writer.commit()
+                if self._folder is not None:
+                    integrity.record(self._folder)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    writer.cancel()
+                if self._folder is not None:
+                    integrity.remove_uncommitted(self._folder, self._writer_before)
+                raise
+            finally:
+                self._remove_scratch()
+            self._after_commit()
 
     def _commit_batch(
         self, final: Mapping[str, Upsert | Delete], docs: Mapping[str, dict[str, Any]]
@@ -904,6 +914,9 @@ class TopicIndex:
             self._searcher = self._ix.searcher(weighting=self._weighting)
             self._retire(old)
             self._generation += 1
+            stale, self._idle = self._idle, []
+            for searcher in stale:
+                searcher.close()
             self._last_commit = self._clock()
             documents = self._searcher.doc_count()
         n_model = self._model.n_docs
@@ -992,20 +1005,27 @@ class TopicIndex:
 
     @contextlib.contextmanager
     def _leased(self) -> Iterator[Any]:
-        """The current searcher, kept open until released even if a commit replaces it meanwhile."""
+        """A searcher of the current index for this search alone (no other thread reads through it while it
+        runs), kept open until released even if a commit replaces the index meanwhile; returned to the idle
+        pool if the index is unchanged, closed otherwise."""
         with self._read_lock:
             self._check_open()
-            searcher = self._searcher
-            self._searcher_users[id(searcher)] = self._searcher_users.get(id(searcher), 0) + 1
+            generation = self._generation
+            searcher = self._idle.pop() if self._idle else None
+        if searcher is None:
+            with self._commit_lock, self._read_lock:  # no commit deletes files while they are opened
+                self._check_open()
+                generation = self._generation
+                searcher = self._ix.searcher(weighting=self._weighting)
         try:
             yield searcher
         finally:
             with self._read_lock:
-                left = self._searcher_users.pop(id(searcher)) - 1
-                if left:
-                    self._searcher_users[id(searcher)] = left
-                elif self._retired.pop(id(searcher), None) is not None:
-                    searcher.close()
+                if generation == self._generation and not self._closed and len(self._idle) < IDLE_SEARCHERS:
+                    self._idle.append(searcher)
+                    searcher = None
+            if searcher is not None:
+                searcher.close()
 
     def _retire(self, searcher: Any) -> None:
         """Close a replaced searcher now, or when its last search ends (call with the read lock)."""
