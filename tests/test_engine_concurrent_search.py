@@ -1,6 +1,7 @@
-"""Concurrent searches on one engine index: a Whoosh reader's files are shared objects read by seek + read,
-so two threads searching through one searcher read at each other's positions (corrupt postings and stored
-fields: "invalid load key", "Error -5 while decompressing data"). Each search runs on a searcher of its own."""
+"""Concurrent searches on one engine index: a Whoosh reader's files are shared objects read by seek +
+read, so two threads searching through one searcher read at each other's positions (corrupt postings and
+stored fields: "invalid load key", "Error -5 while decompressing data"). Each search runs on a searcher of
+its own."""
 
 from __future__ import annotations
 
