@@ -520,9 +520,7 @@ class TopicIndex:
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
         self._closing = threading.Event()  # set by close(): running searches stop
-        self._searcher = ix.searcher(weighting=self._weighting)
-        self._searcher_users: dict[int, int] = {}  # id(searcher) -> searches using it (outside the lock)
-        self._retired: dict[int, Any] = {}  # replaced searchers still in use, closed by their last user
+        self._searcher = ix.searcher(weighting=self._weighting)  # for reads under the read lock only
         # Searches run on searchers of their own (:meth:`_leased`): a Whoosh reader's files are shared
         # objects read by seek + read, so two threads on one searcher read each other's positions (corrupt
         # postings and stored fields: "invalid load key", "Error -5 while decompressing data").
@@ -618,7 +616,7 @@ class TopicIndex:
             self._closed = True
             if self._wal is not None:
                 self._wal.close()
-            self._retire(self._searcher)
+            self._searcher.close()
             for searcher in self._idle:
                 searcher.close()
             self._idle = []
@@ -912,7 +910,7 @@ class TopicIndex:
         with self._read_lock:
             old = self._searcher
             self._searcher = self._ix.searcher(weighting=self._weighting)
-            self._retire(old)
+            old.close()  # read only under this lock: no search holds it
             self._generation += 1
             stale, self._idle = self._idle, []
             for searcher in stale:
@@ -1027,13 +1025,6 @@ class TopicIndex:
             if searcher is not None:
                 searcher.close()
 
-    def _retire(self, searcher: Any) -> None:
-        """Close a replaced searcher now, or when its last search ends (call with the read lock)."""
-        if self._searcher_users.get(id(searcher)):
-            self._retired[id(searcher)] = searcher
-        else:
-            searcher.close()
-
     def _search_until(self, searcher: Any, q: wquery.Query, limit: int, deadline: float) -> Any:
         try:
             q = qlang.bounded(q, searcher.reader())
@@ -1062,7 +1053,7 @@ class TopicIndex:
         if limit < 0:
             raise ValueError(f"limit must be >= 0, got {limit}")
         self._refresh()
-        with self._read_lock:
+        with self._commit_lock, self._read_lock:  # as in _leased: no commit deletes files while they open
             self._check_open()
             reader = self._ix.reader()
         try:
