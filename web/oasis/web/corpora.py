@@ -7,7 +7,11 @@
 - ``all``: the three together, one host each.
 - Experiment corpora (issue 10's holdout split; not in ``all``, not installed by ``./dev setup``):
   ``python-sqlalchemy-doc`` (/usr/share/doc/python-sqlalchemy-doc/html at http://sqlalchemy.docs.local/) and
-  ``python-celery-doc`` (/usr/share/doc/python-celery-doc/html at http://celery.docs.local/).
+  ``python-celery-doc`` (/usr/share/doc/python-celery-doc/html at http://celery.docs.local/); issue 10's
+  widened training split (session 6): ``python-pytest-doc`` (http://pytest.docs.local/) and
+  ``python-distributed-doc`` (http://distributed.docs.local/); issue 10's holdout-2 split (session 6):
+  ``python-scrapy-doc`` (http://scrapy.docs.local/) and ``python-tornado-doc`` (http://tornado.docs.local/),
+  each at /usr/share/doc/PACKAGE/html.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -82,6 +86,34 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-celery-doc",
             root=DOC_ROOT / "python-celery-doc" / "html",
             base_url="http://celery.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-pytest-doc",
+            package="python-pytest-doc",
+            root=DOC_ROOT / "python-pytest-doc" / "html",
+            base_url="http://pytest.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-distributed-doc",
+            package="python-distributed-doc",
+            root=DOC_ROOT / "python-distributed-doc" / "html",
+            base_url="http://distributed.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-scrapy-doc",
+            package="python-scrapy-doc",
+            root=DOC_ROOT / "python-scrapy-doc" / "html",
+            base_url="http://scrapy.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-tornado-doc",
+            package="python-tornado-doc",
+            root=DOC_ROOT / "python-tornado-doc" / "html",
+            base_url="http://tornado.docs.local/",
             experiment=True,
         ),
     )
