@@ -23,6 +23,7 @@ from oasis.robot.scheduling.documents import FLIGHT
 from oasis.robot.scheduling.equations import (
     Calibration,
     calibration,
+    prequential_choice,
     residual_index,
     running_mean,
     shrunk_mean,
@@ -32,6 +33,7 @@ from oasis.robot.scheduling.frontier import Frontier
 from oasis.robot.scheduling.residual import (
     DIR_ROW,
     FIT,
+    PREQ,
     SEED_STATE,
     cap_visits,
     shipped_table,
@@ -192,6 +194,91 @@ def test_hand_worked_directory_term() -> None:
     assert ctl.next_batch(2, 2.0) == ["http://w/e/f", "http://w/a/b"]
 
 
+def test_prequential_choice_by_hand() -> None:
+    """Dawid's prequential selection: the default (training choice) keeps its place unless another
+    candidate's Gaussian prequential log-likelihood beats it by more than tau nats."""
+    losses = {0: 4.0, 1: 4.0, 2: 12.0, 3: 10.0}
+    # (10 / 2) ln(10 / 4) = 4.58 nats in favour of 0 and 1 (a tie: the fewer components, 0)
+    assert prequential_choice(losses, 10.0, 3, 2.0) == 0
+    assert prequential_choice(losses, 10.0, 3, 5.0) == 3  # not enough evidence for tau = 5
+    assert prequential_choice(losses, 0.0, 3, 0.0) == 3  # no evidence: the training choice
+    assert prequential_choice(losses, 10.0, 3, float("inf")) == 3
+    assert prequential_choice({0: 9.0, 3: 1.0}, 10.0, 3, 0.0) == 3  # the default is the best: kept
+
+
+def test_prequential_selection_drops_a_component_with_worse_loss() -> None:
+    """The directory case above with prequential selection (tau 0): fetching c (y .2, every candidate
+    predicts .8: squared error .36 each) and then a/b (y .6, predicted .6 without d(D), .6 - .3 with the
+    live d(a/) = -.3: errors 0 and .09). The candidates with d(D) have the larger loss (.45 vs .36), so at
+    the re-fit the index drops d(D) (and, tied, the other components: mask 0): f is keyed .75 again."""
+    cfg = replace(PLAIN, shrink=1.0, dir_weight=1.0, dir_shrink=1.0, calibrate=False, select_tau=0.0)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
+    assert ctl.index.mask == 7  # no evidence yet: the training choice (every component)
+    ctl.add_seeds(["http://w/s"])
+    ctl.next_batch(1, 0.0)
+    links = [Discovered("http://w/a/b", "", 0.1), Discovered("http://w/a/c", "", 0.3)]
+    ctl.report(FetchOutcome("http://w/s", "new", 0.5, [*links, Discovered("http://w/e/f", "", 0.25)]), 0.0)
+    assert ctl.next_batch(1, 1.0) == ["http://w/a/c"]
+    ctl.report(FetchOutcome("http://w/a/c", "new", 0.2, []), 1.0)
+    assert ctl.next_batch(1, 2.0) == ["http://w/a/b"]  # .6 against f's .75 - .3
+    assert ctl.index.states[ctl.docs.ids["http://w/a/b"]] != ctl.index.states[ctl.docs.ids["http://w/e/f"]]
+    ctl.report(FetchOutcome("http://w/a/b", "new", 0.6, []), 2.0)
+    rows = ctl.q.rows()
+    assert rows[PREQ[0]] == pytest.approx((0.36, 0.36, 0.36))  # masks 0, 1, 2
+    assert rows[PREQ[1]] == pytest.approx((0.36, 0.45, 0.45))  # masks 3, 4, 5
+    assert rows[PREQ[2]] == pytest.approx((0.45, 0.45, 2.0))  # masks 6, 7; n
+    ctl.index.refit()
+    ctl.fringe.rebuild()
+    assert ctl.index.mask == 0 and ctl.index.published == {}
+    assert ctl.index_of("http://w/e/f") == pytest.approx((1 - SHIPPED.gamma) * 0.75)  # c(x) = -.3 unused
+    strict = replace(cfg, select_tau=1.0)  # (2 / 2) ln(.45 / .36) = .22 nats < 1: the training choice stays
+    ctl.index.config = strict
+    ctl.index.refit()
+    assert ctl.index.mask == 7
+
+
+def _fit_rows(samples: list[tuple[float, float, float]]) -> QTable:
+    """A table whose pooled calibration sums hold ``samples`` (p, a, y)."""
+    q = QTable(0.0)
+    n = float(len(samples))
+    sp, sa, sy = (sum(s[i] for s in samples) for i in range(3))
+    q.put(FIT[0], (n, sp, sa))
+    q.put(FIT[1], (sy, sum(p * p for p, _a, _y in samples), sum(a * a for _p, a, _y in samples)))
+    spa = sum(p * a for p, a, _y in samples)
+    q.put(FIT[2], (spa, sum(p * y for p, _a, y in samples), sum(a * y for _p, a, y in samples)))
+    return q
+
+
+def test_the_duel_falls_back_to_greedy_anchor_when_learning_loses() -> None:
+    """The prequential duel, by hand. The table's samples have y = anchor relevance, so the two-slope fit
+    is wp = .1 (floored), wa = 1, a = .2 - .035 - .2 = -.035; greedy-anchor's one-slope fit on b is
+    w = .01 / .0325, a = .2 - .55 w. Seed s1 (relevance .9) links z (anchor 0: b .9, estimate .055), seed s2
+    (.1) links x (anchor .4: b .5, estimate .375): the index fetches x where greedy-anchor would fetch z. x
+    earns 0: the duel adds 0 - (a + .9 w) = -.308 < 0 = -z sqrt(...) (z = 0, one scored fetch): lost, so the
+    index falls back to greedy-anchor's order (one slope, no c(x)) for the rest of its life."""
+    samples = [(0.5, 0.1, 0.1), (0.5, 0.3, 0.3), (0.2, 0.1, 0.1), (0.2, 0.3, 0.3)]
+    w = 0.01 / 0.0325
+    for z, lost in ((0.0, True), (10.0, False)):
+        cfg = replace(PLAIN, shrink=1.0, duel_z=z, duel_min=1)
+        ctl = make_controller("whittle", rng=random.Random(0), config=cfg, q=_fit_rows(samples))
+        idx = ctl.index
+        assert idx.fit == pytest.approx(Calibration(-0.035, 0.1, 1.0))
+        assert idx.fit_common == pytest.approx(Calibration(0.2 - 0.55 * w, w, w))
+        ctl.add_seeds(["http://w/s1", "http://w/s2"])
+        ctl.next_batch(1, 0.0)
+        ctl.report(FetchOutcome("http://w/s1", "new", 0.9, [Discovered("http://w/z", "", 0.0)]), 0.0)
+        ctl.next_batch(1, 1.0)
+        ctl.report(FetchOutcome("http://w/s2", "new", 0.1, [Discovered("http://w/x", "", 0.4)]), 1.0)
+        assert ctl.next_batch(1, 2.0) == ["http://w/x"]
+        ctl.report(FetchOutcome("http://w/x", "new", 0.0, []), 2.0)
+        assert idx.duel_n == 1 and idx.duel_sum == pytest.approx(-(0.2 - 0.55 * w + 0.9 * w))
+        assert idx.fallen is lost
+        if lost:
+            assert idx.mask == 0 and idx.fit == idx.fit_common
+            estimate = idx.fit_common.estimate(0.9, 0.0)
+            assert ctl.index_of("http://w/z") == pytest.approx((1 - SHIPPED.gamma) * estimate)
+
+
 def test_shared_tie_break_weight() -> None:
     assert RESIDUAL_TIE_WEIGHT == TIE_WEIGHT
 
@@ -203,7 +290,10 @@ def small_web() -> object:
     )
 
 
-@pytest.mark.parametrize("config", [EMPTY, PLAIN, DIRS], ids=["shipped", "plain", "dirs"])
+SELECT = replace(DIRS, select_tau=0.0, duel_z=0.0, duel_min=1)  # prequential selection and the duel on
+
+
+@pytest.mark.parametrize("config", [EMPTY, PLAIN, DIRS, SELECT], ids=["shipped", "plain", "dirs", "select"])
 def test_without_learning_it_is_greedy_anchor(small_web: object, config: Any) -> None:
     cfg = ExperimentConfig(
         policies=("greedy-anchor", "whittle"), traversals=1, controller=replace(config, learn=False)

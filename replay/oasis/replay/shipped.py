@@ -25,7 +25,7 @@ from typing import Any
 from oasis.replay.experiment import Experiment, ExperimentConfig, Prepared, prepare
 from oasis.robot.scheduling.config import SHIPPED, ControllerConfig
 from oasis.robot.scheduling.qtable import QTable
-from oasis.robot.scheduling.residual import DIR_ROW, cap_visits
+from oasis.robot.scheduling.residual import WEB_ROWS, cap_visits
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +35,11 @@ TRAINING = (
     ("synthetic:pages=3000,hosts=4,seed=3", "databases"),
     ("debian:postgresql-doc-15", "index btree gin gist hash"),
     ("debian:postgresql-doc-15", "replication standby wal archiving"),
+    # session 6: two more real documentation webs with many directories (postgresql's is one directory)
+    ("debian:python-pytest-doc", "fixtures parametrize"),
+    ("debian:python-pytest-doc", "assert warnings capture output"),
+    ("debian:python-distributed-doc", "scheduler workers memory"),
+    ("debian:python-distributed-doc", "dashboard diagnostics performance"),
 )
 
 
@@ -56,7 +61,8 @@ def baseline_p(prepared: Prepared, policy: str = "greedy-anchor") -> float:
     return float(Experiment(prepared, cfg).run()["policies"][policy]["P"][0])
 
 
-CV_GROUPS = ((0, 1, 2), (3, 4))  # synthetic webs, postgresql-doc-15: two relevance scales
+# leave one web out: synthetic webs, postgresql-doc-15, pytest, distributed (relevance scales and URL layouts)
+CV_GROUPS = ((0, 1, 2), (3, 4), (5, 6), (7, 8))
 
 
 def compare(
@@ -94,13 +100,13 @@ def compare(
 
 def train(config: ControllerConfig, traversals: int, runs: list[int]) -> QTable:
     """One table learned over the training runs in order, ``traversals`` each, from an empty table; each
-    web's directory rows (web-specific) are dropped before the next web."""
+    web's directory and prequential rows (web-specific) are dropped before the next web."""
     q = QTable(config.q_init)
     for i in runs:
         ps = whittle_p(_prepare(*TRAINING[i]), config, traversals, q)
         kept = QTable(q.q_init)
         for name, row in q.rows().items():
-            if not name.startswith(DIR_ROW):
+            if not name.startswith(WEB_ROWS):
                 kept.put(name, row)
         q = kept
         logger.info("%s %r: P %s, %d rows", *TRAINING[i], [round(p, 1) for p in ps], len(q))
@@ -118,13 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("configs", nargs="*", default=["{}"])
     c.add_argument("--traversals", type=int, default=3)
     c.add_argument("--table", default=None)
-    c.add_argument("--runs", default="0,1,2,3,4")
+    c.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
     c.add_argument("--cv", action="store_true")
     t = sub.add_parser("train")
     t.add_argument("config", nargs="?", default="{}")
     t.add_argument("--out", required=True)
     t.add_argument("--traversals", type=int, default=3)
-    t.add_argument("--runs", default="0,1,2,3,4")
+    t.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     runs = [int(x) for x in args.runs.split(",")]

@@ -52,6 +52,25 @@ class ControllerConfig:
     # the same directory) added with this weight (0: off); ``dir_shrink`` pseudo-samples at 0
     dir_weight: float = 0.0
     dir_shrink: float = 3.0
+    # residual: prequential selection of the index's components on the current web (docs/replay.md "Session
+    # 6"): at each re-fit the index uses the candidate (calibration tilt, c(x), d(D) each on or off) with the
+    # best prequential log-likelihood of the realised rewards, the training choice (all on) given a head
+    # start of ``select_tau`` nats; None: off (the training choice always)
+    select_tau: float | None = None
+    # the training choice prequential selection starts from and favours: a mask of the components (1: the
+    # calibration's two slopes, else one slope on b; 2: c(x); 4: d(D)); 7: all of them
+    select_default: int = 7
+    # residual: floors of the learned corrections (None: none). 0 keeps only promotions: a demoted page is not
+    # fetched, so the evidence that would correct a wrong demotion never comes (optimism under uncertainty)
+    # residual: the prequential duel against greedy-anchor (docs/replay.md "Session 6"): whenever the index
+    # fetches a page greedy-anchor ranks below its own choice j, the realised reward minus greedy-anchor's
+    # calibrated estimate of j is added to a running sum; when that sum falls below -duel_z standard errors
+    # (after duel_min such fetches) the controller falls back to greedy-anchor's order (no tilt, c(x), d(D))
+    # for the rest of its life (a replay traversal). None: off
+    duel_z: float | None = None
+    duel_min: int = 5
+    state_floor: float | None = None  # c(x) >= state_floor
+    dir_floor: float | None = None  # d(D) >= dir_floor
 
     @property
     def residual(self) -> bool:
@@ -78,6 +97,14 @@ class ControllerConfig:
             raise ValueError("shrink, child_weight and carry must be >= 0 and w_min > 0")
         if self.fit_prior < 0.0 or self.dir_weight < 0.0 or self.dir_shrink < 0.0:
             raise ValueError("fit_prior, dir_weight and dir_shrink must be >= 0")
+        if self.select_tau is not None and not self.select_tau >= 0.0:
+            raise ValueError("select_tau must be >= 0 (or None: off)")
+        if self.duel_z is not None and not self.duel_z >= 0.0:
+            raise ValueError("duel_z must be >= 0 (or None: off)")
+        if self.duel_min < 1:
+            raise ValueError("duel_min must be >= 1")
+        if not 0 <= self.select_default <= 7:
+            raise ValueError("select_default must be a mask in 0..7")
         if self.carry_state is not None and self.carry_state < 0.0:
             raise ValueError("carry_state must be >= 0")
         if self.start not in ("empty", "shipped"):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -118,6 +119,7 @@ def calibration(
     *,
     w_min: float,
     prior: float = 0.0,
+    common: bool = False,
 ) -> Calibration:
     """Least squares of the samples y on the parent relevance p and the anchor relevance a of the fetched
     documents, from the sums (n, sum p, sum a, sum y, sum p^2, sum a^2, sum p a, sum p y, sum a y); each slope
@@ -127,7 +129,8 @@ def calibration(
 
     ``prior`` > 0 (``ControllerConfig.fit_prior``): the two slopes are shrunk towards the one common slope on
     b = p + a (greedy-anchor's ratio) with ``prior`` pseudo-samples, ``w' = (n w + prior w_b) / (n + prior)``
-    (the intercept re-fitted), so a few noisy samples cannot tilt the order far from greedy-anchor's."""
+    (the intercept re-fitted), so a few noisy samples cannot tilt the order far from greedy-anchor's.
+    ``common``: always the one common slope on b = p + a (an affine map of b: greedy-anchor's order)."""
     if n <= 0.0:
         return Calibration(0.0, 1.0, 1.0)
     mp, ma, my = sp / n, sa / n, sy / n
@@ -135,7 +138,7 @@ def calibration(
     vpy, vay = spy / n - mp * my, say / n - ma * my
     det = vpp * vaa - vpa * vpa
     vbb, vby = vpp + vaa + 2.0 * vpa, vpy + vay  # one slope on b = p + a
-    if vpp > 1e-12 and vaa > 1e-12 and det > 1e-6 * vpp * vaa:
+    if not common and vpp > 1e-12 and vaa > 1e-12 and det > 1e-6 * vpp * vaa:
         wp = max((vaa * vpy - vpa * vay) / det, w_min)
         wa = max((vpp * vay - vpa * vpy) / det, w_min)
         if prior > 0.0:
@@ -165,3 +168,21 @@ def shrunk_mean(mean: float, n: float, shrink: float) -> float:
     if n <= 0.0:
         return 0.0
     return n * mean / (n + shrink)
+
+
+def prequential_choice(losses: dict[int, float], n: float, default: int, tau: float) -> int:
+    """Prequential model selection (Dawid 1984): among candidate estimators whose squared errors on the
+    realised rewards, each predicted *before* its page was fetched, sum to ``losses[k]`` over ``n`` fetches,
+    the one with the best Gaussian prequential log-likelihood ``-(n / 2) ln(loss / n)``, where the training
+    split's choice ``default`` gets a head start of ``tau`` nats: another candidate k replaces it only when
+    ``(n / 2) ln(losses[default] / losses[k]) > tau`` (and it is the best such). With no evidence (n = 0) or
+    ``tau`` infinite: ``default``. Ties go to the smaller k (fewer components)."""
+    if n <= 0.0 or tau == float("inf") or default not in losses:
+        return default
+    floor = 1e-300  # a zero loss (a perfect predictor) still compares
+    best, best_score = default, 0.5 * n * math.log(max(losses[default], floor)) - tau
+    for k in sorted(losses):
+        score = 0.5 * n * math.log(max(losses[k], floor))
+        if score < best_score:
+            best, best_score = k, score
+    return best

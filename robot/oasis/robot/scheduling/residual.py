@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import os
 from typing import Any
 
@@ -43,6 +44,7 @@ from oasis.robot.scheduling.documents import FLIGHT, FRINGE
 from oasis.robot.scheduling.equations import (
     Calibration,
     calibration,
+    prequential_choice,
     residual_index,
     running_mean,
     shrunk_mean,
@@ -67,6 +69,11 @@ def on_grid(x: float) -> float:
 FIT = ("fit:1", "fit:2", "fit:3")  # the pooled sums: [n, Sp, Sa], [Sy, Spp, Saa], [Spa, Spy, Say]
 ANCHOR_ROW = "ar|"  # + state: [mean anchor relevance of its samples, 0, n] beside the state's own row
 DIR_ROW = "dr|"  # + URL directory: [mean residual of its fetched pages, 0, n] (web-specific: never shipped)
+# prequential selection (session 6): the squared errors of the 8 candidates (mask = TILT | STATE | DIR),
+# predicted before each fetch, summed on this web: [L0, L1, L2], [L3, L4, L5], [L6, L7, n] (never shipped)
+PREQ = ("pq:1", "pq:2", "pq:3")
+TILT, STATE, DIR = 1, 2, 4  # the components: the calibration's two slopes (else one on b), c(x), d(D)
+WEB_ROWS = (DIR_ROW, "pq:")  # row-name prefixes that are web-specific (a trained table drops them)
 
 
 def url_directory(url: str) -> str:
@@ -150,6 +157,22 @@ class ResidualIndex:
         self._interned: dict[str, str] = {}  # URL directory -> its row name
         self._anchor_rows: dict[str, str] = {}  # state -> ANCHOR_ROW + state (built once)
         self.published: dict[str, float] = {}  # directory row name -> on-grid d(D) as of the last re-fit
+        # prequential selection: the components in use (chosen at each re-fit), the training choice, and the
+        # two calibrations the candidates predict with (two slopes; one common slope on b)
+        self.select = config.select_tau is not None
+        self.default_mask = (config.select_default if self.select else 7) & (7 if self.dirs else TILT | STATE)
+        self.mask = self.default_mask
+        self.fit_two = self.fit_common = self.fit
+        # the prequential duel against greedy-anchor: its queue (lazy heap of (-b_i, push number, doc)), the
+        # page it preferred at each pop where the index chose another, and the running sums of the duel
+        self.duel = config.duel_z is not None
+        self._shadow: list[tuple[float, int, int]] = []
+        self._shadow_seq = 0
+        self._preferred: dict[int, int] = {}  # fetched (in flight) doc -> greedy-anchor's choice at its pop
+        self.duel_sum = self.duel_sq = 0.0
+        self.duel_n = 0
+        self.fallen = False  # the duel was lost: greedy-anchor's order for the rest of this controller's life
+        self._fitted = False  # a calibration fitted on samples exists (greedy-anchor's estimate calibrated)
         self.refit()
 
     def use(self, q: QTable) -> None:
@@ -164,13 +187,43 @@ class ResidualIndex:
         fit = [rows.get(name) for name in FIT]
         if fit[0] is None or fit[1] is None or fit[2] is None or fit[0][0] <= 0.0:
             self.fit, self._next_fit = Calibration(0.0, 1.0, 1.0), 8.0
+            self.fit_two = self.fit_common = self.fit
         else:
             if cfg.calibrate:  # (else greedy-anchor's estimate b_i stays; a re-fit only re-keys)
                 self.fit = calibration(*fit[0], *fit[1], *fit[2], w_min=cfg.w_min, prior=cfg.fit_prior)
+                if self.select or self.duel:
+                    self.fit_two = self.fit
+                    self.fit_common = calibration(*fit[0], *fit[1], *fit[2], w_min=cfg.w_min, common=True)
+                    self._fitted = True
             self._next_fit = max(8.0, 2.0 * fit[0][0])
-        if self.dirs:  # every directory's d(D) as of this re-fit (a directory without a row: 0)
+        if self.select:
+            self.mask = self.choose()
+        if self.fallen:
+            self.mask = 0
+        if self.select or self.duel:
+            self.fit = self.fit_two if self.mask & TILT else self.fit_common
+        self.published = {}
+        if self.dirs and self.mask & DIR:  # every directory's d(D) as of this re-fit (without a row: 0)
             d = self.dir_correction
             self.published = {name: on_grid(d(name)) for name in rows if name.startswith(DIR_ROW)}
+
+    def losses(self) -> tuple[dict[int, float], float]:
+        """The candidates' summed squared prequential errors on this web (mask -> loss; DIR masks only with
+        the directory term) and the number of fetches they cover."""
+        rows = self.q.rows()
+        flat: list[float] = []
+        for name in PREQ:
+            flat.extend(rows.get(name, (0.0, 0.0, 0.0)))
+        n = flat.pop()
+        masks = range(8) if self.dirs else range(4)
+        return {m: flat[m] for m in masks}, n
+
+    def choose(self) -> int:
+        """The components the index uses: :func:`prequential_choice` over the candidates, from the training
+        choice (all on) with a head start of ``select_tau``."""
+        losses, n = self.losses()
+        tau = self.config.select_tau
+        return prequential_choice(losses, n, self.default_mask, float("inf") if tau is None else tau)
 
     def dir_correction(self, name: str) -> float:
         """d(D) = dir_weight x the directory's mean residual shrunk with ``dir_shrink`` pseudo-samples
@@ -178,7 +231,9 @@ class ResidualIndex:
         row = self.q.rows().get(name)
         if row is None:
             return 0.0
-        return self.config.dir_weight * shrunk_mean(row[0], row[2], self.config.dir_shrink)
+        d = self.config.dir_weight * shrunk_mean(row[0], row[2], self.config.dir_shrink)
+        floor = self.config.dir_floor
+        return d if floor is None or d >= floor else floor
 
     def published_dir(self, doc: int) -> float:
         """On-grid d(D) of the document's URL directory as of the last re-fit (0 without the term)."""
@@ -198,7 +253,9 @@ class ResidualIndex:
             return 0.0
         arow = rows.get(ANCHOR_ROW + state)
         mean_ar = 0.0 if arow is None else arow[0]
-        return state_correction(row[0], mean_ar, row[1], row[2], self.fit, self.config.shrink)
+        c = state_correction(row[0], mean_ar, row[1], row[2], self.fit, self.config.shrink)
+        floor = self.config.state_floor
+        return c if floor is None or c >= floor else floor
 
     def state_of(self, doc: int, url: str, parent_url: str | None, pr: float, ar: float, depth: int) -> str:
         if parent_url is None:
@@ -224,8 +281,11 @@ class ResidualIndex:
         self.directory[doc] = name
 
     def state_key(self, state: str) -> float:
-        """The on-grid c(x) a state adds to its documents' keys (0 for the seeds)."""
-        return 0.0 if state == SEED_STATE else on_grid(self.correction(state))
+        """The on-grid c(x) a state adds to its documents' keys (0 for the seeds, and when prequential
+        selection has switched c(x) off)."""
+        if state == SEED_STATE or not self.mask & STATE:
+            return 0.0
+        return on_grid(self.correction(state))
 
     def inner(self, doc: int) -> float:
         """The within-state part of the key: ``on_grid(a + wp pr_i + wa ar_i + TIE_WEIGHT b_i)``."""
@@ -250,6 +310,8 @@ class ResidualIndex:
         if state == SEED_STATE or state is None:
             return 1.0
         ar = self.anchor[doc]
+        if not self.mask & STATE:
+            return residual_index(self.fit.estimate(self.base[doc] - ar, ar), self.published_dir(doc))
         if self.dirs:
             corr = self.correction(state) + self.published_dir(doc)
             return residual_index(self.fit.estimate(self.base[doc] - ar, ar), corr)
@@ -277,9 +339,14 @@ class ResidualIndex:
         if astate is None:
             astate = self._anchor_rows[state] = ANCHOR_ROW + state
         arow = rows.get(astate, zero)
+        if self.select:
+            self._score(y, pr, ar, row, arow, rows, doc)
+        lost = self.duel and self.duel_lost(doc, y)
         if self.dirs:  # the directory's residual over the rest of the estimate (c(x) before this sample)
             fit = self.fit
             corr = state_correction(row[0], arow[0], row[1], row[2], fit, cfg.shrink)  # correction(state)
+            if cfg.state_floor is not None and corr < cfg.state_floor:
+                corr = cfg.state_floor
             e = y - (fit.a + fit.wp * pr + fit.wa * ar) - corr  # fit.estimate(pr, ar)
             name = self.directory[doc]
             drow = rows.get(name, zero)  # type: ignore[arg-type]
@@ -296,6 +363,95 @@ class ResidualIndex:
         q.put(FIT[2], (f3[0] + pr * ar, f3[1] + pr * y, f3[2] + ar * y))
         if f1[0] >= self._next_fit:
             self.refit()
+            return True
+        return lost
+
+    def _score(
+        self,
+        y: float,
+        pr: float,
+        ar: float,
+        row: tuple[float, float, float],
+        arow: tuple[float, float, float],
+        rows: dict[str, tuple[float, float, float]],
+        doc: int,
+    ) -> None:
+        """Add each candidate's squared error on the sample ``y`` of fetched document ``doc``, predicted from
+        what was known before the fetch (the two calibrations, the state's c(x) over each, the directory's
+        live shrunk d(D)), to the prequential sums ``PREQ``."""
+        cfg = self.config
+        two, common = self.fit_two, self.fit_common
+        e2 = two.a + two.wp * pr + two.wa * ar
+        ec = common.a + common.wp * pr + common.wa * ar
+        c2 = state_correction(row[0], arow[0], row[1], row[2], two, cfg.shrink)
+        cc = state_correction(row[0], arow[0], row[1], row[2], common, cfg.shrink)
+        floor = cfg.state_floor
+        if floor is not None:
+            c2, cc = max(c2, floor), max(cc, floor)
+        d = 0.0
+        if self.dirs:
+            drow = rows.get(self.directory[doc])  # type: ignore[arg-type]
+            if drow is not None:
+                d = cfg.dir_weight * shrunk_mean(drow[0], drow[2], cfg.dir_shrink)
+                if cfg.dir_floor is not None and d < cfg.dir_floor:
+                    d = cfg.dir_floor
+        r0, r1, r2, r3 = y - ec, y - e2, y - ec - cc, y - e2 - c2  # masks 0, TILT, STATE, TILT | STATE
+        zero = (0.0, 0.0, 0.0)
+        p1, p2, p3 = rows.get(PREQ[0], zero), rows.get(PREQ[1], zero), rows.get(PREQ[2], zero)
+        q = self.q
+        q.put(PREQ[0], (p1[0] + r0 * r0, p1[1] + r1 * r1, p1[2] + r2 * r2))
+        if self.dirs:  # masks 4..7: the same minus d(D)
+            s0, s1, s2, s3 = r0 - d, r1 - d, r2 - d, r3 - d
+            q.put(PREQ[1], (p2[0] + r3 * r3, p2[1] + s0 * s0, p2[2] + s1 * s1))
+            q.put(PREQ[2], (p3[0] + s2 * s2, p3[1] + s3 * s3, p3[2] + 1.0))
+        else:
+            q.put(PREQ[1], (p2[0] + r3 * r3, 0.0, 0.0))
+            q.put(PREQ[2], (0.0, 0.0, p3[2] + 1.0))
+
+    # -- the prequential duel against greedy-anchor ------------------------------------------------------
+
+    def shadow_push(self, doc: int) -> None:
+        """Queue ``doc`` (a fringe page, not a seed) in greedy-anchor's order as well."""
+        self._shadow_seq = seq = self._shadow_seq + 1
+        heapq.heappush(self._shadow, (-self.base[doc], seq, doc))
+
+    def shadow_top(self) -> int | None:
+        """Greedy-anchor's choice now: the fringe page of largest b_i (FIFO among ties)."""
+        heap, status, base = self._shadow, self._table.status, self.base
+        while heap:
+            neg, _seq, doc = heap[0]
+            if status[doc] == FRINGE and -neg == base[doc]:
+                return doc
+            heapq.heappop(heap)
+        return None
+
+    def popped(self, doc: int) -> None:
+        """The index chose ``doc``: note greedy-anchor's choice if that is another page ranked higher."""
+        if self.fallen or not self._fitted or self.states[doc] == SEED_STATE:
+            return
+        j = self.shadow_top()
+        if j is not None and j != doc and self.base[j] > self.base[doc]:
+            self._preferred[doc] = j
+
+    def duel_lost(self, doc: int, y: float) -> bool:
+        """Score the fetch of ``doc`` (sample ``y``) if greedy-anchor preferred another page j at its pop: the
+        duel adds ``y - (a + w b_j)`` (greedy-anchor's calibrated estimate of j, one slope on b, fitted on
+        this web's fetches so far). True when the sum falls below ``-duel_z`` times its root sum of squares
+        (after ``duel_min`` scored fetches): then the index falls back to greedy-anchor's order."""
+        j = self._preferred.pop(doc, None)
+        if j is None or self.fallen:
+            return False
+        fit = self.fit_common
+        diff = y - (fit.a + fit.wp * (self.base[j] - self.anchor[j]) + fit.wa * self.anchor[j])
+        self.duel_sum += diff
+        self.duel_sq += diff * diff
+        self.duel_n += 1
+        z = self.config.duel_z
+        if self.duel_n >= self.config.duel_min and self.duel_sum < -z * math.sqrt(self.duel_sq):
+            self.fallen = True
+            self.mask = 0
+            self.fit = self.fit_common
+            self.published = {}
             return True
         return False
 
@@ -576,6 +732,8 @@ def _make_class() -> type:
             self._restore_anchor: dict[int, float] = {}  # doc -> anchor part, during load_state only
             self._restore_fit: list[float] | None = None  # (a, wp, wa, next re-fit), during load_state only
             self._restore_published: dict[str, float] = {}  # c(x) as of the last re-fit, during load_state
+            self._restore_select: list[float] | None = None  # mask, the two calibrations: during load_state
+            self._restore_duel: list[float] | None = None  # the duel's state, during load_state
 
         @property
         def q(self) -> QTable:
@@ -591,15 +749,23 @@ def _make_class() -> type:
             idx.anchor[doc] = anchor_rel
             self.docs.key[doc] = b  # checkpoints carry b_i in the key column
             self.fringe.push(doc)
+            if idx.duel and parent_url is not None:
+                idx.shadow_push(doc)
 
         def _requeue(self, doc: int) -> None:
             self.fringe.push(doc)
+            idx = self.index
+            if idx.duel and idx.states[doc] != SEED_STATE:
+                idx.shadow_push(doc)
 
         def _remove_fringe(self, doc: int) -> None:
             self.fringe.remove(doc)
 
         def _pop_fringe(self, host_ready: HostReady | None) -> int | None:
-            return self.fringe.pop(host_ready)
+            doc = self.fringe.pop(host_ready)
+            if doc is not None and self.index.duel:
+                self.index.popped(doc)
+            return doc
 
         def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
             # as greedy-anchor: a better link raises b_i; the state is re-derived from that link
@@ -617,6 +783,8 @@ def _make_class() -> type:
                 doc, docs.urls[doc], parent_url, parent_rel, anchor_rel, docs.depth[doc]
             )
             self.fringe.push(doc)
+            if idx.duel:
+                idx.shadow_push(doc)
 
         def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
             if not was_fringe:
@@ -650,6 +818,11 @@ def _make_class() -> type:
             out["fit"] = [*idx.fit, idx._next_fit]  # the calibration in use (re-fitted only at doublings)
             if idx.dirs:  # and the corrections c(x) as of that re-fit
                 out["published"] = dict(idx.published)
+            if idx.select or idx.duel:  # the components in use and the candidates' two calibrations
+                out["select"] = [idx.mask, *idx.fit_two, *idx.fit_common]
+            if idx.duel:
+                duel = [float(idx.fallen), idx.duel_sum, idx.duel_sq, float(idx.duel_n), float(idx._fitted)]
+                out["duel"] = duel
             anchor, status = idx.anchor, self.docs.status
             out["anchor"] = [
                 [doc, anchor[doc]] for doc, st in enumerate(status) if st in (FRINGE, FLIGHT) and anchor[doc]
@@ -662,10 +835,17 @@ def _make_class() -> type:
             fit = state.get("fit")
             self._restore_fit = [float(v) for v in fit] if isinstance(fit, list) and len(fit) == 4 else None
             self._restore_published = {str(k): float(v) for k, v in state.get("published", {}).items()}
+            select = state.get("select")
+            ok = isinstance(select, list) and len(select) == 7
+            self._restore_select = [float(v) for v in select] if ok else None  # type: ignore[union-attr]
+            duel = state.get("duel")
+            ok = isinstance(duel, list) and len(duel) == 5
+            self._restore_duel = [float(v) for v in duel] if ok else None  # type: ignore[union-attr]
             try:
                 super().load_state(state)
             finally:
                 self._restore_anchor, self._restore_fit, self._restore_published = {}, None, {}
+                self._restore_select = self._restore_duel = None
 
         def _restore_fringe(self, doc: int, dstate: str | None) -> None:
             self.index.states[doc] = dstate if dstate is not None else SEED_STATE
@@ -674,6 +854,8 @@ def _make_class() -> type:
             self.index.base[doc] = self.docs.key[doc]
             self.index.anchor[doc] = self._restore_anchor.get(doc, 0.0)
             self.fringe.push(doc)
+            if self.index.duel and self.index.states[doc] != SEED_STATE:
+                self.index.shadow_push(doc)
 
         def index_of(self, url: str) -> float:
             """v_i = (1 - gamma)(b_i + c(x)) of a known fringe document (Eq. 9; diagnostics)."""
@@ -689,6 +871,14 @@ def _make_class() -> type:
                 a, wp, wa, next_fit = self._restore_fit
                 self.index.fit, self.index._next_fit = Calibration(a, wp, wa), next_fit
                 self.index.published = dict(self._restore_published)
+            idx = self.index
+            if self._restore_select is not None and (idx.select or idx.duel):
+                sel = self._restore_select
+                idx.mask = int(sel[0])
+                idx.fit_two, idx.fit_common = Calibration(*sel[1:4]), Calibration(*sel[4:7])
+            if self._restore_duel is not None and idx.duel:
+                fallen, idx.duel_sum, idx.duel_sq, n, fitted = self._restore_duel
+                idx.fallen, idx.duel_n, idx._fitted = bool(fallen), int(n), bool(fitted)
 
         def save_q(self, path: str | os.PathLike[str]) -> None:
             self.index.save(path)
