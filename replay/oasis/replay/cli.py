@@ -122,6 +122,18 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--dir-weight", type=float, default=SHIPPED.dir_weight, help="residual: weight of the directory term"
     )
     p.add_argument(
+        "--select-tau",
+        type=_optional_float,
+        default=SHIPPED.select_tau,
+        help="residual: head start (nats) of the training choice in prequential selection; 'off': none",
+    )
+    p.add_argument(
+        "--duel-z",
+        type=_optional_float,
+        default=SHIPPED.duel_z,
+        help="residual: z of the prequential duel against greedy-anchor; 'off': no duel",
+    )
+    p.add_argument(
         "--start",
         default=SHIPPED.start,
         choices=("empty", "shipped"),
@@ -166,6 +178,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=run)
 
 
+def _optional_float(text: str) -> float | None:
+    return None if text == "off" else float(text)
+
+
 def _fail(msg: str) -> int:
     print(f"oasis replay: error: {msg}", file=sys.stderr)
     return 2
@@ -200,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
             carry_state=args.carry_state,
             fit_prior=args.fit_prior,
             dir_weight=args.dir_weight,
+            select_tau=args.select_tau,
+            duel_z=args.duel_z,
             w_min=args.w_min,
             start=args.start,
         )
