@@ -130,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("config", nargs="?", default="{}")
     t.add_argument("--out", required=True)
     t.add_argument("--traversals", type=int, default=3)
-    t.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
+    # the shipped table's runs: session 5's training split (session 6's design, trained on all nine runs, is
+    # not shipped: docs/replay.md "Session 6")
+    t.add_argument("--runs", default="0,1,2,3,4")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     runs = [int(x) for x in args.runs.split(",")]

@@ -120,11 +120,9 @@ class ControllerConfig:
 # Q-table trained on the training split (package data scheduling/shipped_q.json), of which only the pooled
 # calibration carries to a new web (counted as 10 samples; no state's correction: carry_state 0). Every value
 # was chosen on the training split of docs/replay.md "The shipped robot" (synthetic seeds 1-3,
-# postgresql-doc-15) and never on an evaluation split. Session 6 (training split widened with pytest and
-# distributed docs, leave-one-web-out CV): the components (calibration tilt, c(x), d(D)) enter the index only
-# when they earn it on the current web by prequential log-likelihood (select_tau 2 nats over greedy-anchor's
-# order, select_default 0), and the prequential duel (duel_z 2) falls back to greedy-anchor's order when the
-# index's own choices realise less than greedy-anchor's.
+# postgresql-doc-15) and never on an evaluation split. Session 6's prequential selection and duel
+# (select_tau, duel_z) are options, off as shipped: docs/replay.md "Session 6" (they broke the improvement
+# within 10 traversals and cost 19% of the scheduler's speed).
 SHIPPED = ControllerConfig(
     state="generalising",
     prior="anchor",
@@ -139,8 +137,5 @@ SHIPPED = ControllerConfig(
     fit_prior=128.0,
     dir_weight=1.0,
     dir_shrink=3.0,
-    select_tau=2.0,
-    select_default=0,
-    duel_z=2.0,
     start="shipped",
 )
