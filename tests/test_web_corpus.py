@@ -266,14 +266,21 @@ def test_debian_corpus_not_installed_message(monkeypatch: pytest.MonkeyPatch, tm
 def test_experiment_corpora_are_known_but_not_part_of_all(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The holdout corpora of issue 10 (experiment corpora): known by name with their apt-get package, never
-    needed by ``debian:all`` (an absent one does not stop it from loading what it needs)."""
+    """Issue 10's extra training and holdout corpora (experiment corpora): known by name with their apt-get
+    package, never needed by ``debian:all`` (an absent one does not stop it from loading what it needs)."""
     from dataclasses import replace
 
     from oasis.web import corpora
 
     experiment = [n for n, c in DEBIAN_CORPORA.items() if c.experiment]
-    assert experiment == ["python-sqlalchemy-doc", "python-celery-doc"]
+    assert experiment == [
+        "python-sqlalchemy-doc",
+        "python-celery-doc",
+        "python-pytest-doc",
+        "python-distributed-doc",
+        "python-scrapy-doc",
+        "python-tornado-doc",
+    ]
     for name in experiment:
         absent = replace(DEBIAN_CORPORA[name], root=tmp_path / "absent")
         monkeypatch.setitem(corpora.DEBIAN_CORPORA, name, absent)
