@@ -14,7 +14,7 @@ from whoosh.formats import Positions
 from oasis.directory.analysis import analyse
 from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.topic import Topic
-from oasis.runtime.text import FusedPositions, distinct_terms, make_analyzer, tokenize
+from oasis.runtime.text import _ANALYSED, FusedPositions, distinct_terms, make_analyzer, tokenize
 
 # Capitals, stop words, plurals and -ing forms, possessives, hyphens, digits, accents, CJK, punctuation runs
 TRICKY = (
@@ -123,3 +123,54 @@ def test_an_index_written_with_the_whoosh_chain_still_opens_searches_and_grows(t
         }
     finally:
         index.close()
+
+
+def test_a_scored_text_is_analysed_once_and_indexed_the_same(tmp_path: Path) -> None:
+    """The engine's Score keeps each page text's analysis for indexing it (issue 14): the index built
+    after scoring holds the same postings, positions and scores as one built without, and the kept
+    analysis is taken by the indexing (so the text was not analysed a second time)."""
+    topic = Topic(name="db", description="databases", keywords=("sql", "index"))
+    pages = [
+        (
+            f"http://db.org/{n}",
+            f"Page {n} of SQL",
+            (TRICKY + f" the table{n} index of rows {n} " * 3) * (n + 3),
+        )
+        for n in range(6)
+    ]
+
+    def build(directory: Path, score_first: bool) -> tuple[list[float], dict[tuple[str, bytes], Any]]:
+        index = TopicIndex.open(directory, topic)
+        try:
+            scores = index.score([(title, body) for _, title, body in pages])
+            if score_first:  # every text long enough to keep is kept until indexed
+                kept = len(_ANALYSED)
+                assert kept >= len(pages)
+            else:
+                for _, _, body in pages:  # forget them: this index analyses every text itself
+                    _ANALYSED.take(body)
+            ops = [
+                make_upsert(
+                    seq=i + 1, url=u, title=t, text=b, fetch_time=1.0, relevance=0.5, limits=IndexLimits()
+                )
+                for i, (u, t, b) in enumerate(pages)
+            ]
+            index.apply(ops)  # type: ignore[arg-type]
+            index.stats()  # committed
+            if score_first:
+                assert len(_ANALYSED) == kept - len(pages)  # taken by indexing, not analysed again
+            postings = {}
+            with index._ix.searcher() as s:
+                reader = s.reader()
+                for field in ("title", "text"):
+                    for term in reader.lexicon(field):
+                        m = reader.postings(field, term)
+                        postings[(field, term)] = list(m.items_as("positions"))
+            hits = [(h.url, round(h.score, 9)) for h in index.search("sql table3 index", limit=10).hits]
+            return scores, {"postings": postings, "hits": hits}  # type: ignore[dict-item]
+        finally:
+            index.close()
+
+    with_reuse = build(tmp_path / "a", score_first=True)
+    without = build(tmp_path / "b", score_first=False)
+    assert with_reuse == without

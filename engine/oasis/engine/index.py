@@ -1089,9 +1089,10 @@ class TopicIndex:
         return self._model
 
     def score(self, pages: Iterable[tuple[str, str]]) -> list[float]:
-        """r(i) for (title, text) pages with the current collection statistics."""
+        """r(i) for (title, text) pages with the current collection statistics. Each text's analysis is kept
+        for indexing the same text soon after (a robot scores a page, then indexes it)."""
         model = self.relevance_model()
-        return [model.score(title, text) for title, text in pages]
+        return [model.score(title, text, remember=True) for title, text in pages]
 
     def stats(self) -> IndexStats:
         self._refresh()

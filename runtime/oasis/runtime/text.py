@@ -9,6 +9,7 @@ the terms a routed query is analysed into.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -105,28 +106,86 @@ class FusedPositions(Positions):
         ):
             yield from super().word_values(value, analyzer, **kwargs)
             return
-        stems = _STEMS
-        poses: dict[str, list[int]] = {}
-        pos = -1
-        first = True
-        for index, word in enumerate(_TOKEN.findall(value)):
-            word = word.lower()
-            term = stems[word] if word in stems else _term(word)
-            if term is None:
-                continue  # a stop word: removed, the next kept word numbered on (as StopFilter does)
-            if first:
-                pos = index
-                first = False
-            else:
-                pos += 1
-            at = poses.get(term)
-            if at is None:
-                poses[term] = [pos]
-            else:
-                at.append(pos)
+        poses = _ANALYSED.take(value)
+        if poses is None:
+            poses = term_positions(value)
         boost = self.field_boost
         for term, at in poses.items():
             yield (term, len(at), float(len(at)) * boost, self.encode(at))
+
+
+def term_positions(text: str, *, remember: bool = False) -> dict[str, list[int]]:
+    """Each term of ``text`` with its positions, in first-seen order: the fused analyser's terms and
+    positions (stop words removed, the rest numbered on from the first kept word's index, as StopFilter
+    does), which :meth:`FusedPositions.word_values` encodes; ``len(positions)`` is the term's frequency.
+
+    ``remember``: keep the result for the next ``word_values`` of the same text (the engine's Score call
+    analyses a page's text, and indexing the page moments later needs the same analysis:
+    :class:`_Analysed`)."""
+    stems = _STEMS
+    poses: dict[str, list[int]] = {}
+    pos = -1
+    first = True
+    for index, word in enumerate(_TOKEN.findall(text)):
+        word = word.lower()
+        term = stems[word] if word in stems else _term(word)
+        if term is None:
+            continue  # a stop word: removed, the next kept word numbered on (as StopFilter does)
+        if first:
+            pos = index
+            first = False
+        else:
+            pos += 1
+        at = poses.get(term)
+        if at is None:
+            poses[term] = [pos]
+        else:
+            at.append(pos)
+    if remember:
+        _ANALYSED.put(text, poses)
+    return poses
+
+
+class _Analysed:
+    """Recent analyses by text (:func:`term_positions` with ``remember``), each taken by the first
+    ``word_values`` of the same text: the engine scores a page (Score RPC) and indexes it moments later, and
+    analysing its text twice was a sixth of the engine's CPU while crawling (issue 14). The analysis is a
+    pure function of the text, so a hit is exactly what ``word_values`` would compute. Bounded (oldest out
+    first); texts shorter than ``min_chars`` (anchor texts, titles) are not kept."""
+
+    def __init__(self, max_entries: int = 512, max_chars: int = 16_000_000, min_chars: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, dict[str, list[int]]] = {}
+        self._chars = 0
+        self.max_entries, self.max_chars, self.min_chars = max_entries, max_chars, min_chars
+
+    def put(self, text: str, poses: dict[str, list[int]]) -> None:
+        if len(text) < self.min_chars or len(text) > self.max_chars:
+            return
+        with self._lock:
+            if text in self._entries:
+                return
+            self._entries[text] = poses
+            self._chars += len(text)
+            while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+                oldest = next(iter(self._entries))
+                del self._entries[oldest]
+                self._chars -= len(oldest)
+
+    def take(self, text: str) -> dict[str, list[int]] | None:
+        if len(text) < self.min_chars or not self._entries:
+            return None
+        with self._lock:
+            poses = self._entries.pop(text, None)
+            if poses is not None:
+                self._chars -= len(text)
+            return poses
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_ANALYSED = _Analysed()
 
 
 def make_analyzer() -> Analyzer:
