@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from oasis.engine.topic import Topic
-from oasis.runtime.text import term_positions, tokenize
+from oasis.runtime.text import term_counts, tokenize
 
 DEFAULT_KEYWORD_WEIGHT = 3.0
 DEFAULT_TITLE_WEIGHT = 2.0
@@ -135,13 +135,10 @@ class RelevanceModel:
         return cls.from_topic(topic, table, default_idf=idf(n, 0), n_docs=n, **kwargs)
 
     def page_vector(self, title: str, text: str, *, remember: bool = False) -> dict[str, float]:
-        """``remember``: analyse ``text`` with :func:`~oasis.runtime.text.term_positions` and keep the
-        analysis for indexing the same text (the same frequencies, in the same order, as
+        """``remember``: keep the analysis of ``text`` for indexing a text that starts with it
+        (:func:`~oasis.runtime.text.term_counts`: the same frequencies, in the same order, as
         :func:`term_frequencies`)."""
-        if remember:
-            tf: Counter[str] = Counter({t: len(at) for t, at in term_positions(text, remember=True).items()})
-        else:
-            tf = term_frequencies(text)
+        tf = term_counts(text, remember=True) if remember else term_frequencies(text)
         if title:
             tf.update(term_frequencies(title, self.title_weight))
         return ltc_vector(tf, self.idf_of, self.default_idf)
