@@ -75,6 +75,12 @@ TMP_PREFIX = ".oasis-tmp-"
 MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection grew or shrank by 25 %
 COMMIT_SECONDS = 1.0  # an index on disk commits logged batches at least this often (and before reads)
 COMMIT_DOCS = 2000  # ... or once this many operations are logged but not committed
+# ... or as soon as the applier has nothing left to write, at least this many operations wait for a commit
+# and the oldest has waited IDLE_COMMIT_FRACTION of commit_seconds: an engine that keeps up with its robot
+# flushes small segments in the time it would spend idle, so the commit a read waits for (the robot's last
+# pages) flushes only what arrived since (issue 14)
+IDLE_COMMIT_DOCS = 64
+IDLE_COMMIT_FRACTION = 0.125
 PARSED_QUERIES = 4096  # parsed queries an engine keeps (an LRU-free bounded cache: oldest out first)
 IDLE_SEARCHERS = 8  # searchers kept open for the next searches (one per concurrent search, see _leased)
 
@@ -664,6 +670,7 @@ class TopicIndex:
         wal: WriteAheadLog | None = None,
         commit_seconds: float = COMMIT_SECONDS,
         commit_docs: int = COMMIT_DOCS,
+        idle_commit_docs: int = IDLE_COMMIT_DOCS,
     ) -> None:
         self.topic = topic
         self.limits = limits or IndexLimits()
@@ -701,6 +708,7 @@ class TopicIndex:
         self._wal = wal
         self._commit_seconds = commit_seconds
         self._commit_docs = commit_docs
+        self._idle_commit_docs = idle_commit_docs
         self._writer_before: set[str] = set()  # the directory's files when the last writer was opened
         self._cv = threading.Condition(self._write_lock)  # guards everything below
         self._queue: deque[tuple[int, list[str], dict[str, dict[str, Any]]]] = deque()  # logged, unapplied
@@ -926,7 +934,9 @@ class TopicIndex:
         """The applier: write each logged batch into an open Whoosh writer as soon as it is logged (outside
         the lock: appends go on meanwhile), so analysing and adding documents keeps pace with the appends
         instead of waiting for the commit; commit when a read waits for it, ``commit_docs`` operations are
-        logged but not committed, the oldest of them has waited ``commit_seconds``, or the index is closing.
+        logged but not committed, the oldest of them has waited ``commit_seconds``, ``idle_commit_docs`` are
+        written, nothing more is queued and the oldest has waited ``IDLE_COMMIT_FRACTION`` of
+        ``commit_seconds``, or the index is closing.
         Before a commit the log file holding every batch written so far is sealed; it is dropped after."""
         assert self._wal is not None
         batches = _BatchWriter(self)
@@ -940,12 +950,18 @@ class TopicIndex:
                         or self._refresh_wanted
                         or self._queued_ops >= self._commit_docs
                         or time.monotonic() - (self._oldest or 0.0) >= self._commit_seconds
+                        or (
+                            not self._queue
+                            and self._queued_ops >= self._idle_commit_docs
+                            and time.monotonic() - (self._oldest or 0.0)
+                            >= IDLE_COMMIT_FRACTION * self._commit_seconds
+                        )
                     )
                     if due or self._queue:
                         break
                     if closing:
                         return
-                    self._cv.wait(timeout=min(0.25, self._commit_seconds / 4))
+                    self._cv.wait(timeout=min(0.25, self._commit_seconds * IDLE_COMMIT_FRACTION))
                 taken = list(self._queue)
                 self._queue.clear()
                 sealed = None
