@@ -75,10 +75,10 @@ TMP_PREFIX = ".oasis-tmp-"
 MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection grew or shrank by 25 %
 COMMIT_SECONDS = 1.0  # an index on disk commits logged batches at least this often (and before reads)
 COMMIT_DOCS = 2000  # ... or once this many operations are logged but not committed
-# ... or as soon as the applier has nothing left to write, at least this many operations wait for a commit
-# and the oldest has waited IDLE_COMMIT_FRACTION of commit_seconds: an engine that keeps up with its robot
-# flushes small segments in the time it would spend idle, so the commit a read waits for (the robot's last
-# pages) flushes only what arrived since (issue 14)
+# ... or once this many operations are written but not committed while fewer wait to be written, and the
+# oldest has waited IDLE_COMMIT_FRACTION of commit_seconds (TopicIndex._caught_up): an engine that keeps up
+# with its robot flushes small segments as it goes, so the commit a read waits for (the robot's last pages)
+# flushes only what arrived since (issue 14)
 IDLE_COMMIT_DOCS = 64
 IDLE_COMMIT_FRACTION = 0.125
 PARSED_QUERIES = 4096  # parsed queries an engine keeps (an LRU-free bounded cache: oldest out first)
@@ -863,10 +863,13 @@ class TopicIndex:
         """Commit ``writer`` (durable on return) and refresh the searcher; on failure cancel it, remove the
         files the failed commit wrote, and re-raise (call with the write lock)."""
         with self._commit_lock:
+            started = time.perf_counter()
             try:
+                docs = writer.doc_count()
                 writer.commit()
                 if self._folder is not None:
                     integrity.record(self._folder)
+                logger.debug("committed %d documents in %.3f s", docs, time.perf_counter() - started)
             except BaseException:
                 with contextlib.suppress(Exception):
                     writer.cancel()
@@ -934,9 +937,8 @@ class TopicIndex:
         """The applier: write each logged batch into an open Whoosh writer as soon as it is logged (outside
         the lock: appends go on meanwhile), so analysing and adding documents keeps pace with the appends
         instead of waiting for the commit; commit when a read waits for it, ``commit_docs`` operations are
-        logged but not committed, the oldest of them has waited ``commit_seconds``, ``idle_commit_docs`` are
-        written, nothing more is queued and the oldest has waited ``IDLE_COMMIT_FRACTION`` of
-        ``commit_seconds``, or the index is closing.
+        logged but not committed, the oldest of them has waited ``commit_seconds``, the applier has caught up
+        (:meth:`_caught_up`), or the index is closing.
         Before a commit the log file holding every batch written so far is sealed; it is dropped after."""
         assert self._wal is not None
         batches = _BatchWriter(self)
@@ -950,12 +952,7 @@ class TopicIndex:
                         or self._refresh_wanted
                         or self._queued_ops >= self._commit_docs
                         or time.monotonic() - (self._oldest or 0.0) >= self._commit_seconds
-                        or (
-                            not self._queue
-                            and self._queued_ops >= self._idle_commit_docs
-                            and time.monotonic() - (self._oldest or 0.0)
-                            >= IDLE_COMMIT_FRACTION * self._commit_seconds
-                        )
+                        or self._caught_up()
                     )
                     if due or self._queue:
                         break
@@ -990,6 +987,19 @@ class TopicIndex:
                 with self._cv:
                     self._wal.drop(sealed)
                     self._done_through(written_through)
+
+    def _caught_up(self) -> bool:
+        """True when at least ``idle_commit_docs`` operations are written but not committed, fewer than that
+        wait to be written (the applier keeps up), and the oldest has waited ``IDLE_COMMIT_FRACTION`` of
+        ``commit_seconds`` (call with the lock). A trickle of small batches (a robot) is then committed in
+        segments of about ``idle_commit_docs``, each flushed while the next batches arrive; a bulk load,
+        whose batches queue up, keeps committing every ``commit_seconds`` or ``commit_docs``."""
+        backlog = sum(len(urls) for _, urls, _ in self._queue)
+        return (
+            self._queued_ops - backlog >= self._idle_commit_docs
+            and backlog < self._idle_commit_docs
+            and time.monotonic() - (self._oldest or 0.0) >= IDLE_COMMIT_FRACTION * self._commit_seconds
+        )
 
     def _done_through(self, last: int) -> None:
         """Every batch up to ``last`` is committed (call with the lock): wake the readers waiting for it."""
