@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -128,3 +129,53 @@ def test_segments_flushed_with_cached_field_lengths_equal_whooshs(tmp_path: Path
         ix.close()
     assert contents[0] == contents[1]
     assert contents[0][0] == 38 and contents[0][1] < 9  # some segments were merged
+
+
+def test_the_one_loop_flush_writes_whooshs_bytes(tmp_path: Path) -> None:
+    """The engine's segment flush (:class:`~oasis.engine.index._FieldWriter`) writes the term and postings
+    files of Whoosh's own writer byte for byte (blocks of 128 postings and the last one, repeated and single
+    occurrences, boosted titles, the URL field without values); storing small blocks uncompressed
+    (``compress_min``) changes only those blocks: the same postings, a postings file no larger."""
+    from whoosh.writing import SegmentWriter
+
+    from oasis.engine.index import _FieldWriter, _SegmentWriter
+
+    docs = [
+        dict(
+            url=f"http://a.test/{i}", title=f"page {i} w{i % 5} w{i % 5}", fetch_time=0.0, relevance=0.1,
+            text=" ".join(f"w{(i * j) % 211}" for j in range(5 + (i * 13) % 400)) + f" only{i}",
+        )
+        for i in range(300)
+    ]  # fmt: skip
+
+    def build(name: str, writer: type[SegmentWriter], compress_min: int) -> dict[str, Any]:
+        storage = FileStorage(str(tmp_path / name)).create()
+        ix = storage.create_index(make_schema())
+        w = writer(ix, compound=False)
+        assert (type(w.fieldwriter) is _FieldWriter) == (writer is _SegmentWriter)
+        w.fieldwriter.compress_min = compress_min
+        for d in docs:
+            w.add_document(**d)
+        w.commit(merge=False)
+        files = {ext: (tmp_path / name / f).read_bytes() for f in os.listdir(tmp_path / name)
+                 for ext in (".trm", ".pst") if f.endswith(ext)}  # fmt: skip
+        with ix.searcher() as s:
+            r = s.reader()
+            postings = {
+                (f, t): list(
+                    r.postings(f, t).items_as("positions") if f != "url" else r.postings(f, t).all_ids()
+                )
+                for f, t in r.all_terms()
+            }
+            infos = [(f, t, tuple(vars(r.term_info(f, t)).values())) for f, t in r.all_terms()]
+        ix.close()
+        return {"files": files, "postings": postings, "infos": infos}
+
+    whoosh = build("whoosh", SegmentWriter, 0)
+    same = build("ours", _SegmentWriter, 0)
+    assert len(whoosh["files"]) == 2 and same["files"] == whoosh["files"]
+    assert max(len(p) for p in whoosh["postings"].values()) > 2 * 128  # several blocks per list
+    small = build("small", _SegmentWriter, 80)
+    assert small["files"][".trm"] != whoosh["files"][".trm"]  # the block offsets moved: small blocks plain
+    assert len(small["files"][".pst"]) <= len(whoosh["files"][".pst"])
+    assert small["postings"] == whoosh["postings"]

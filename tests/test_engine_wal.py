@@ -186,6 +186,30 @@ def test_acknowledged_batches_are_visible_and_commit_in_the_background(tmp_path:
         ix.close()
 
 
+def test_an_idle_applier_commits_once_enough_operations_wait(tmp_path: Path) -> None:
+    """With nothing more queued, ``idle_commit_docs`` logged operations are committed after
+    ``IDLE_COMMIT_FRACTION`` of ``commit_seconds`` (here 2.5 s of 20), without a read asking for it; fewer
+    stay only in the log until ``commit_seconds`` (issue 14: the commit a robot's last read waits for then
+    flushes only what arrived since)."""
+    from oasis.engine.index import IDLE_COMMIT_FRACTION
+
+    assert IDLE_COMMIT_FRACTION * 20.0 < 5.0
+    ix = TopicIndex.open(tmp_path / "ix", TOPIC, commit_seconds=20.0, idle_commit_docs=BATCH)
+    logged = tmp_path / "ix" / WAL_FILE
+    try:
+        ix.apply([up(i, i) for i in range(BATCH - 1)])  # one short of idle_commit_docs
+        time.sleep(IDLE_COMMIT_FRACTION * 20.0 + 1.0)
+        assert len(read_log(logged).batches) == 1  # still only in the log
+        ix.apply([up(BATCH, BATCH)])
+        started = time.monotonic()
+        while read_log(logged).batches and time.monotonic() - started < 10:
+            time.sleep(0.05)
+        assert read_log(logged).batches == [] and time.monotonic() - started < 10  # committed, no read
+        assert ix.stats().documents == BATCH
+    finally:
+        ix.close()
+
+
 urls = st.sampled_from([f"http://h.org/{i}" for i in range(6)])
 batches_st = st.lists(
     st.lists(

@@ -3,6 +3,7 @@ tokens."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,18 @@ from whoosh.formats import Positions
 from oasis.directory.analysis import analyse
 from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.topic import Topic
-from oasis.runtime.text import FusedPositions, distinct_terms, make_analyzer, tokenize
+from oasis.runtime.clients import MAX_SCORE_CHARS
+from oasis.runtime.text import (
+    _ANALYSED,
+    SCORE_PREFIX_CHARS,
+    FusedPositions,
+    _take_positions,
+    distinct_terms,
+    make_analyzer,
+    term_counts,
+    term_positions,
+    tokenize,
+)
 
 # Capitals, stop words, plurals and -ing forms, possessives, hyphens, digits, accents, CJK, punctuation runs
 TRICKY = (
@@ -123,3 +135,91 @@ def test_an_index_written_with_the_whoosh_chain_still_opens_searches_and_grows(t
         }
     finally:
         index.close()
+
+
+def test_a_scored_text_is_analysed_once_and_indexed_the_same(tmp_path: Path) -> None:
+    """The engine's Score keeps each page text's analysis for indexing it (issue 14): the index built
+    after scoring holds the same postings, positions and scores as one built without, and the kept
+    analysis is taken by the indexing (so the text was not analysed a second time)."""
+    topic = Topic(name="db", description="databases", keywords=("sql", "index"))
+    pages = [
+        (
+            f"http://db.org/{n}",
+            f"Page {n} of SQL",
+            (TRICKY + f" the table{n} index of rows {n} " * 3) * (n + 3) * (1 if n < 4 else 120),
+        )
+        for n in range(6)
+    ]
+    assert (
+        max(len(body) for _, _, body in pages) > 2 * SCORE_PREFIX_CHARS > 2 * min(len(b) for _, _, b in pages)
+    )
+
+    def build(directory: Path, score_first: bool) -> tuple[list[float], dict[tuple[str, bytes], Any]]:
+        index = TopicIndex.open(directory, topic)
+        try:
+            # as the engine client sends them: at most SCORE_PREFIX_CHARS of each text
+            scores = index.score([(title, body[:MAX_SCORE_CHARS]) for _, title, body in pages])
+            if score_first:  # every text long enough to keep is kept until indexed
+                kept = len(_ANALYSED)
+                assert kept >= len(pages)
+            else:
+                while _ANALYSED._entries:  # forget them: this index analyses every text itself
+                    _ANALYSED.take(next(iter(_ANALYSED._entries)))
+            ops = [
+                make_upsert(
+                    seq=i + 1, url=u, title=t, text=b, fetch_time=1.0, relevance=0.5, limits=IndexLimits()
+                )
+                for i, (u, t, b) in enumerate(pages)
+            ]
+            index.apply(ops)  # type: ignore[arg-type]
+            index.stats()  # committed
+            if score_first:
+                assert len(_ANALYSED) == kept - len(pages)  # taken by indexing, not analysed again
+            postings = {}
+            with index._ix.searcher() as s:
+                reader = s.reader()
+                for field in ("title", "text"):
+                    for term in reader.lexicon(field):
+                        m = reader.postings(field, term)
+                        postings[(field, term)] = list(m.items_as("positions"))
+            hits = [(h.url, round(h.score, 9)) for h in index.search("sql table3 index", limit=10).hits]
+            return scores, {"postings": postings, "hits": hits}  # type: ignore[dict-item]
+        finally:
+            index.close()
+
+    with_reuse = build(tmp_path / "a", score_first=True)
+    without = build(tmp_path / "b", score_first=False)
+    assert with_reuse == without
+
+
+def test_the_score_prefix_is_the_clients() -> None:
+    assert SCORE_PREFIX_CHARS == MAX_SCORE_CHARS
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from(["the", "Rocket", "orbits", "a", "x.y", "NASA's", "東京", "of", "crawled"]),
+        max_size=40,
+    ),
+    seps=st.lists(st.sampled_from([" ", "  ", ". ", ", ", "-", ".", "\n"]), min_size=40, max_size=40),
+    limit=st.integers(min_value=1, max_value=60),
+)
+def test_an_analysis_kept_from_a_prefix_continues_exactly(
+    words: list[str], seps: list[str], limit: int
+) -> None:
+    """Score's counts equal Counter(tokenize), and indexing a text that starts with the scored prefix (cut
+    anywhere, even inside a word) gets exactly the positions of a whole analysis."""
+    import oasis.runtime.text as text_module
+
+    saved = text_module.SCORE_PREFIX_CHARS, _ANALYSED.min_chars
+    text_module.SCORE_PREFIX_CHARS, _ANALYSED.min_chars = limit, 1
+    try:
+        text = "".join(w + s for w, s in zip(words, seps, strict=False))
+        scored = text[:limit]
+        assert term_counts(scored, remember=True) == Counter(tokenize(scored))
+        assert list(term_counts(scored, remember=True)) == list(Counter(tokenize(scored)))  # same order
+        assert _take_positions(text) == term_positions(text)
+        assert _take_positions(text) == term_positions(text)  # taken once; the second analyses anew
+    finally:
+        text_module.SCORE_PREFIX_CHARS, _ANALYSED.min_chars = saved

@@ -233,3 +233,29 @@ def test_cli_serves_until_sigterm(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert bad.returncode == 2 and "not found" in bad.stderr
+
+
+def test_page_bodies_are_rewritten_once_and_follow_a_restart(corpus) -> None:  # type: ignore[no-untyped-def]
+    """A page's served body (links rewritten) is built at its first request and served again as is; a
+    restart on new ports rewrites again, so links always point at the ports being served."""
+    web = ReplayedWeb(corpus).start()
+    try:
+        url = web.seeds[0]
+        first = _get(url).content
+        corpus_url = web.corpus_url_for(url)
+        assert corpus_url is not None
+        kept = web._bodies[corpus_url]
+        assert kept == first and _get(url).content == first
+        assert web.page_body(corpus_url, "ignored: the kept body is served") is kept
+        old_base = next(iter(web.hosts.values()))
+    finally:
+        web.stop()
+    web.start()
+    try:
+        new_base = next(iter(web.hosts.values()))
+        again = _get(web.seeds[0]).content
+        assert new_base.encode() in again
+        if new_base != old_base:  # (the system may hand out the same ephemeral port again)
+            assert old_base.encode() not in again
+    finally:
+        web.stop()

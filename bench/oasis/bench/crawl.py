@@ -35,6 +35,7 @@ import logging
 import os
 import random
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -345,6 +346,23 @@ def _replayed_web(spec: str, mode: str, workdir: Path) -> Iterator[tuple[list[st
         web.stop(grace=10)
 
 
+@contextlib.contextmanager
+def _sigterm_exits() -> Iterator[None]:
+    """SIGTERM raises SystemExit in the main thread while the benchmark runs, so every ``finally`` and
+    ``with`` block on the way out runs: the web, engine and Scrapy processes it started are stopped with
+    it. Python's default SIGTERM action ends the process at once, which left the web's process running,
+    orphaned."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _median(xs: list[float]) -> float:
     s = sorted(xs)
     return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
@@ -362,6 +380,7 @@ def run(args: argparse.Namespace) -> int:
         "requests": [], "robot-null": [], "robot": [], "scrapy": [], "whoosh": []
     }  # fmt: skip
     with (
+        _sigterm_exits(),
         tempfile.TemporaryDirectory(prefix="oasis-bench-crawl-") as tmp,
         _replayed_web(spec, args.web, Path(tmp)) as (seeds, web_pid),
     ):

@@ -31,9 +31,12 @@ import io
 import logging
 import math
 import os
+import pickle
 import shutil
 import threading
 import time
+import zlib
+from array import array
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,9 +46,14 @@ from urllib.parse import urlsplit
 
 from whoosh import collectors, scoring
 from whoosh import query as wquery
+from whoosh.codec.base import OutOfOrderError
+from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3Codec, W3FieldWriter, W3TermInfo
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, RamStorage, ReadOnlyError, Storage
 from whoosh.filedb.structfile import StructFile
+from whoosh.system import pack_int, pack_ushort
+from whoosh.util.numeric import length_to_byte
+from whoosh.util.numlists import delta_encode
 from whoosh.writing import SegmentWriter
 
 from oasis.engine import integrity
@@ -67,6 +75,12 @@ TMP_PREFIX = ".oasis-tmp-"
 MODEL_REFRESH = 0.25  # rebuild the relevance model's IDF when the collection grew or shrank by 25 %
 COMMIT_SECONDS = 1.0  # an index on disk commits logged batches at least this often (and before reads)
 COMMIT_DOCS = 2000  # ... or once this many operations are logged but not committed
+# ... or once this many operations are written but not committed while fewer wait to be written, and the
+# oldest has waited IDLE_COMMIT_FRACTION of commit_seconds (TopicIndex._caught_up): an engine that keeps up
+# with its robot flushes small segments as it goes, so the commit a read waits for (the robot's last pages)
+# flushes only what arrived since (issue 14)
+IDLE_COMMIT_DOCS = 64
+IDLE_COMMIT_FRACTION = 0.125
 PARSED_QUERIES = 4096  # parsed queries an engine keeps (an LRU-free bounded cache: oldest out first)
 IDLE_SEARCHERS = 8  # searchers kept open for the next searches (one per concurrent search, see _leased)
 
@@ -324,8 +338,161 @@ class _FieldLengths:
         return getattr(self._reader, name)
 
 
+COMPRESS_MIN_BYTES = 80  # a postings block whose pickle is shorter is stored uncompressed (see below)
+
+
+class _FieldWriter(W3FieldWriter):
+    """Whoosh 3's field writer whose ``add_postings`` (the segment flush: every posting of every term, in
+    order) runs as one loop: Whoosh's ``FieldWriter.add_postings`` -> ``W3FieldWriter.start_term`` / ``add``
+    / ``finish_term`` -> ``W3PostingsWriter.add_posting`` / ``finish_postings`` / ``_write_block`` -> ``
+    W3TermInfo.add_block``, with the same checks and the same bytes: the postings and term files equal
+    Whoosh's writer's byte for byte (tests/test_engine_index.py). The flush was 40 % of the engine's GIL
+    time while crawling, the largest part of it Python calls per term and per posting (py-spy, issue 14).
+
+    One difference, readable by every Whoosh: a block whose pickle is shorter than ``compress_min`` bytes
+    is stored uncompressed (its block header says so, as Whoosh's reader expects of any block). zlib cannot
+    shrink these (the 9,280 blocks of 60-80 bytes of 400 PostgreSQL pages grew from 688 kB to 697 kB) and
+    each ``zlib.compress`` call sets up a whole deflate state; Whoosh's writer means to skip blocks under
+    20 bytes but overwrites its own decision (``comp = 0`` then ``comp = self._compression``)."""
+
+    compress_min = COMPRESS_MIN_BYTES
+
+    def add_postings(
+        self, schema: Any, lengths: Any, items: Iterable[tuple[str, bytes, int, float, Any]]
+    ) -> None:
+        codec = self._codec
+        if type(codec) is not W3Codec or codec._inlinelimit > 1:
+            return super().add_postings(schema, lengths, items)
+        blocklimit, compression, compress_min = codec._blocklimit, codec._compression, self.compress_min
+        postfile = self._postfile
+        write, tell = postfile.write, postfile.tell
+        tindex_add = self._tindex.add
+        dfl = lengths.doc_field_length if lengths else None
+        compress = zlib.compress
+
+        lastfn: str | None = None
+        lasttext: bytes | None = None
+        fixedsize: int | None = None
+        keyprefix = b""
+        # the term being written: its info, where its postings start, its buffered block
+        terminfo: Any = None
+        startoffset = blockcount = 0
+        ids: Any = None
+        weights: Any = None
+        values: list[bytes] = []
+        minlength: int | None = None
+        maxlength = 0
+        maxweight: float = 0
+
+        def write_block(last: bool) -> None:
+            nonlocal blockcount, ids, weights, values, minlength, maxlength, maxweight
+            if not blockcount:
+                write(WHOOSH3_HEADER_MAGIC)
+            # W3TermInfo.add_block
+            ti = terminfo
+            ti._weight += sum(weights)
+            ti._df += len(ids)
+            ti._minlength = minlength if ti._minlength is None else min(ti._minlength, minlength)
+            ti._maxlength = max(ti._maxlength, maxlength)
+            ti._maxweight = max(ti._maxweight, maxweight)
+            if ti._minid is None:
+                ti._minid = ids[0]
+            ti._maxid = ids[-1]
+            # W3PostingsWriter._mini_ids / _mini_weights / _mini_values
+            mini_ids = tuple(delta_encode(ids))
+            first = weights[0]
+            if all(w == 1.0 for w in weights):
+                mini_weights: Any = None
+            elif all(w == first for w in weights):
+                mini_weights = first
+            else:
+                mini_weights = tuple(weights)
+            if fixedsize is None or fixedsize < 0:
+                mini_values: Any = tuple(values)
+            elif fixedsize == 0:
+                mini_values = None
+            else:
+                mini_values = b"".join(values)
+            databytes = pickle.dumps((mini_ids, mini_weights, mini_values), 2)
+            comp = compression if len(databytes) >= compress_min else 0
+            if comp:
+                databytes = compress(databytes, comp)
+            infobytes = pickle.dumps(
+                (len(ids), ids[-1], maxweight, comp, length_to_byte(minlength), length_to_byte(maxlength)), 2
+            )
+            blocklength = len(infobytes) + len(databytes)
+            write(pack_int(-blocklength if last else blocklength))
+            write(infobytes)
+            write(databytes)
+            blockcount += 1
+            ids, weights, values = array("I"), array("f"), []
+            minlength, maxlength, maxweight = None, 0, 0
+
+        def finish_term() -> None:
+            if ids:
+                write_block(True)
+            terminfo.set_extent(startoffset, tell() - startoffset)
+            assert lasttext is not None
+            tindex_add(keyprefix + lasttext, terminfo.to_bytes())
+
+        for fieldname, btext, docnum, weight, value in items:
+            if lastfn is not None and fieldname < lastfn:
+                raise OutOfOrderError(f"Field {lastfn!r} .. {fieldname!r}")
+            if fieldname == lastfn and lasttext and btext < lasttext:
+                raise OutOfOrderError(f"Term {lastfn}:{lasttext!r} .. {fieldname}:{btext!r}")
+            if fieldname != lastfn:
+                if lasttext is not None:
+                    finish_term()
+                if lastfn is not None:
+                    self.finish_field()
+                fieldobj = schema[fieldname]
+                self.start_field(fieldname, fieldobj)
+                fixedsize = fieldobj.format.fixed_value_size()
+                keyprefix = pack_ushort(self._fieldid)
+                lastfn = fieldname
+                lasttext = None
+            if docnum == -1:  # a spelling word, not a posting (Whoosh skips these too)
+                continue
+            if btext != lasttext:
+                if lasttext is not None:
+                    finish_term()
+                self._btext = btext
+                terminfo = W3TermInfo()
+                blockcount = 0
+                ids, weights, values = array("I"), array("f"), []
+                minlength, maxlength, maxweight = None, 0, 0
+                startoffset = tell()
+                lasttext = btext
+            length = dfl(docnum, fieldname) if dfl is not None else 0
+            if len(ids) >= blocklimit:
+                write_block(False)
+            ids.append(docnum)
+            weights.append(weight)
+            if weight > maxweight:
+                maxweight = weight
+            if value:
+                values.append(value)
+            if length:
+                if minlength is None or length < minlength:
+                    minlength = length
+                if length > maxlength:
+                    maxlength = length
+        if lasttext is not None:
+            finish_term()
+        if lastfn is not None:
+            self.finish_field()
+        return None
+
+
 class _SegmentWriter(SegmentWriter):
-    """Whoosh's writer, flushing with :class:`_FieldLengths`."""
+    """Whoosh's writer, flushing with :class:`_FieldLengths` and :class:`_FieldWriter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if type(self.fieldwriter) is W3FieldWriter:
+            # the same object, with the one-loop flush (the segment and its codec stay Whoosh's own, so
+            # the table of contents names no Oasis class)
+            self.fieldwriter.__class__ = _FieldWriter
 
     def per_document_reader(self) -> Any:
         return _FieldLengths(super().per_document_reader())
@@ -503,6 +670,7 @@ class TopicIndex:
         wal: WriteAheadLog | None = None,
         commit_seconds: float = COMMIT_SECONDS,
         commit_docs: int = COMMIT_DOCS,
+        idle_commit_docs: int = IDLE_COMMIT_DOCS,
     ) -> None:
         self.topic = topic
         self.limits = limits or IndexLimits()
@@ -540,6 +708,7 @@ class TopicIndex:
         self._wal = wal
         self._commit_seconds = commit_seconds
         self._commit_docs = commit_docs
+        self._idle_commit_docs = idle_commit_docs
         self._writer_before: set[str] = set()  # the directory's files when the last writer was opened
         self._cv = threading.Condition(self._write_lock)  # guards everything below
         self._queue: deque[tuple[int, list[str], dict[str, dict[str, Any]]]] = deque()  # logged, unapplied
@@ -694,10 +863,13 @@ class TopicIndex:
         """Commit ``writer`` (durable on return) and refresh the searcher; on failure cancel it, remove the
         files the failed commit wrote, and re-raise (call with the write lock)."""
         with self._commit_lock:
+            started = time.perf_counter()
             try:
+                docs = writer.doc_count()
                 writer.commit()
                 if self._folder is not None:
                     integrity.record(self._folder)
+                logger.debug("committed %d documents in %.3f s", docs, time.perf_counter() - started)
             except BaseException:
                 with contextlib.suppress(Exception):
                     writer.cancel()
@@ -765,7 +937,8 @@ class TopicIndex:
         """The applier: write each logged batch into an open Whoosh writer as soon as it is logged (outside
         the lock: appends go on meanwhile), so analysing and adding documents keeps pace with the appends
         instead of waiting for the commit; commit when a read waits for it, ``commit_docs`` operations are
-        logged but not committed, the oldest of them has waited ``commit_seconds``, or the index is closing.
+        logged but not committed, the oldest of them has waited ``commit_seconds``, the applier has caught up
+        (:meth:`_caught_up`), or the index is closing.
         Before a commit the log file holding every batch written so far is sealed; it is dropped after."""
         assert self._wal is not None
         batches = _BatchWriter(self)
@@ -779,12 +952,13 @@ class TopicIndex:
                         or self._refresh_wanted
                         or self._queued_ops >= self._commit_docs
                         or time.monotonic() - (self._oldest or 0.0) >= self._commit_seconds
+                        or self._caught_up()
                     )
                     if due or self._queue:
                         break
                     if closing:
                         return
-                    self._cv.wait(timeout=min(0.25, self._commit_seconds / 4))
+                    self._cv.wait(timeout=min(0.25, self._commit_seconds * IDLE_COMMIT_FRACTION))
                 taken = list(self._queue)
                 self._queue.clear()
                 sealed = None
@@ -813,6 +987,19 @@ class TopicIndex:
                 with self._cv:
                     self._wal.drop(sealed)
                     self._done_through(written_through)
+
+    def _caught_up(self) -> bool:
+        """True when at least ``idle_commit_docs`` operations are written but not committed, fewer than that
+        wait to be written (the applier keeps up), and the oldest has waited ``IDLE_COMMIT_FRACTION`` of
+        ``commit_seconds`` (call with the lock). A trickle of small batches (a robot) is then committed in
+        segments of about ``idle_commit_docs``, each flushed while the next batches arrive; a bulk load,
+        whose batches queue up, keeps committing every ``commit_seconds`` or ``commit_docs``."""
+        backlog = sum(len(urls) for _, urls, _ in self._queue)
+        return (
+            self._queued_ops - backlog >= self._idle_commit_docs
+            and backlog < self._idle_commit_docs
+            and time.monotonic() - (self._oldest or 0.0) >= IDLE_COMMIT_FRACTION * self._commit_seconds
+        )
 
     def _done_through(self, last: int) -> None:
         """Every batch up to ``last`` is committed (call with the lock): wake the readers waiting for it."""
@@ -1089,9 +1276,10 @@ class TopicIndex:
         return self._model
 
     def score(self, pages: Iterable[tuple[str, str]]) -> list[float]:
-        """r(i) for (title, text) pages with the current collection statistics."""
+        """r(i) for (title, text) pages with the current collection statistics. Each text's analysis is kept
+        for indexing the same text soon after (a robot scores a page, then indexes it)."""
         model = self.relevance_model()
-        return [model.score(title, text) for title, text in pages]
+        return [model.score(title, text, remember=True) for title, text in pages]
 
     def stats(self) -> IndexStats:
         self._refresh()

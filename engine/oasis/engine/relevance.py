@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from oasis.engine.topic import Topic
-from oasis.runtime.text import tokenize
+from oasis.runtime.text import term_counts, tokenize
 
 DEFAULT_KEYWORD_WEIGHT = 3.0
 DEFAULT_TITLE_WEIGHT = 2.0
@@ -134,15 +134,19 @@ class RelevanceModel:
         table = idf_table(n, df)
         return cls.from_topic(topic, table, default_idf=idf(n, 0), n_docs=n, **kwargs)
 
-    def page_vector(self, title: str, text: str) -> dict[str, float]:
-        tf = term_frequencies(text)
+    def page_vector(self, title: str, text: str, *, remember: bool = False) -> dict[str, float]:
+        """``remember``: keep the analysis of ``text`` for indexing a text that starts with it
+        (:func:`~oasis.runtime.text.term_counts`: the same frequencies, in the same order, as
+        :func:`term_frequencies`)."""
+        tf = term_counts(text, remember=True) if remember else term_frequencies(text)
         if title:
             tf.update(term_frequencies(title, self.title_weight))
         return ltc_vector(tf, self.idf_of, self.default_idf)
 
-    def score(self, title: str, text: str) -> float:
-        """r(i) in [0, 1]: cosine between the page (title weighted ``title_weight``) and the topic profile."""
-        return cosine(self.page_vector(title, text), self.profile)
+    def score(self, title: str, text: str, *, remember: bool = False) -> float:
+        """r(i) in [0, 1]: cosine between the page (title weighted ``title_weight``) and the topic profile
+        (``remember``: see :meth:`page_vector`)."""
+        return cosine(self.page_vector(title, text, remember=remember), self.profile)
 
     def score_text(self, text: str) -> float:
         return self.score("", text)

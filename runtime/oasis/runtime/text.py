@@ -9,6 +9,8 @@ the terms a routed query is analysed into.
 from __future__ import annotations
 
 import re
+import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -105,28 +107,127 @@ class FusedPositions(Positions):
         ):
             yield from super().word_values(value, analyzer, **kwargs)
             return
-        stems = _STEMS
-        poses: dict[str, list[int]] = {}
-        pos = -1
-        first = True
-        for index, word in enumerate(_TOKEN.findall(value)):
-            word = word.lower()
-            term = stems[word] if word in stems else _term(word)
-            if term is None:
-                continue  # a stop word: removed, the next kept word numbered on (as StopFilter does)
-            if first:
-                pos = index
-                first = False
-            else:
-                pos += 1
-            at = poses.get(term)
-            if at is None:
-                poses[term] = [pos]
-            else:
-                at.append(pos)
+        poses = _take_positions(value)
         boost = self.field_boost
         for term, at in poses.items():
             yield (term, len(at), float(len(at)) * boost, self.encode(at))
+
+
+# An analysis in progress: each term's positions so far, words seen (stop words included), the last kept
+# word's position, and whether no word has been kept yet.
+_State = tuple[dict[str, list[int]], int, int, bool]
+
+SCORE_PREFIX_CHARS = (
+    20_000  # the engine's Score call sees this much of a page's text (clients.MAX_SCORE_CHARS)
+)
+
+
+def _analyse(text: str, state: _State | None = None) -> _State:
+    """The fused analyser's terms and positions of ``text`` (stop words removed, the rest numbered on from
+    the first kept word's index, as StopFilter does), continuing ``state`` (the analysis of the text before
+    it, which must end just after a space: no token spans the join)."""
+    poses, words, pos, first = state if state is not None else ({}, 0, -1, True)
+    stems = _STEMS
+    found = _TOKEN.findall(text)
+    for index, word in enumerate(found, words):
+        word = word.lower()
+        term = stems[word] if word in stems else _term(word)
+        if term is None:
+            continue  # a stop word: removed, the next kept word numbered on (as StopFilter does)
+        if first:
+            pos = index
+            first = False
+        else:
+            pos += 1
+        at = poses.get(term)
+        if at is None:
+            poses[term] = [pos]
+        else:
+            at.append(pos)
+    return poses, words + len(found), pos, first
+
+
+def _shared_prefix(text: str) -> int:
+    """How much of ``text`` an analysis for the Score call can be kept for: all of a text the Score call
+    sees whole, else its first :data:`SCORE_PREFIX_CHARS` characters up to and including their last space
+    (the Score call sees them too; no token spans a space, so the rest is analysed on from there)."""
+    if len(text) < SCORE_PREFIX_CHARS:
+        return len(text)
+    return text.rfind(" ", 0, SCORE_PREFIX_CHARS) + 1
+
+
+def term_positions(text: str) -> dict[str, list[int]]:
+    """Each term of ``text`` with its positions, in first-seen order (what
+    :meth:`FusedPositions.word_values` encodes); ``len(positions)`` is the term's frequency."""
+    return _analyse(text)[0]
+
+
+def term_counts(text: str, *, remember: bool = False) -> Counter[str]:
+    """``Counter(tokenize(text))``; ``remember``: computed through the positions analysis, which is kept for
+    the next ``word_values`` of a text that starts the same (:class:`_Analysed`): the engine's Score call
+    analyses (the first 20,000 characters of) a page's text, and indexing the page moments later needs the
+    same analysis."""
+    if not remember:
+        return Counter(tokenize(text))
+    cut = _shared_prefix(text)
+    state = _analyse(text[:cut])
+    counts = Counter({term: len(at) for term, at in state[0].items()})
+    if cut < len(text):
+        counts.update(tokenize(text[cut:]))  # the words after the last space: counted, not kept
+    _ANALYSED.put(text[:cut], state)
+    return counts
+
+
+def _take_positions(text: str) -> dict[str, list[int]]:
+    """:func:`term_positions` of ``text``, continuing a kept analysis of its start when there is one."""
+    cut = _shared_prefix(text)
+    state = _ANALYSED.take(text if cut == len(text) else text[:cut])
+    if state is None:
+        return _analyse(text)[0]
+    return _analyse(text[cut:], state)[0] if cut < len(text) else state[0]
+
+
+class _Analysed:
+    """Recent analyses by text (:func:`term_counts` with ``remember``), each taken by the first
+    ``word_values`` of a text that starts with it: the engine scores a page (Score RPC) and indexes it
+    moments later, and analysing its text twice was a sixth of the engine's CPU while crawling (issue 14).
+    The analysis is a pure function of the text, so a hit (continued over the rest of a longer text) is
+    exactly what ``word_values`` would compute. Bounded (oldest out first); texts shorter than
+    ``min_chars`` (anchor texts, titles) are not kept."""
+
+    def __init__(self, max_entries: int = 512, max_chars: int = 16_000_000, min_chars: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, _State] = {}
+        self._chars = 0
+        self.max_entries, self.max_chars, self.min_chars = max_entries, max_chars, min_chars
+
+    def put(self, text: str, state: _State) -> None:
+        if len(text) < self.min_chars or len(text) > self.max_chars:
+            return
+        with self._lock:
+            if text in self._entries:
+                return
+            self._entries[text] = state
+            self._chars += len(text)
+            while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+                oldest = next(iter(self._entries))
+                del self._entries[oldest]
+                self._chars -= len(oldest)
+
+    def take(self, text: str) -> _State | None:
+        if len(text) < self.min_chars or not self._entries:
+            return None
+        with self._lock:
+            state = self._entries.pop(text, None)
+            if state is not None:
+                self._chars -= len(text)
+            return state
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_ANALYSED = _Analysed()
 
 
 def make_analyzer() -> Analyzer:

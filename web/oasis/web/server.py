@@ -202,8 +202,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(
                 404, b"<html><body>not found</body></html>\n", "text/html; charset=utf-8", send_body
             )
-        body = web.rewrite_links(markup, url).encode("utf-8", errors="replace")
-        return self._send(200, body, "text/html; charset=utf-8", send_body)
+        return self._send(200, web.page_body(url, markup), "text/html; charset=utf-8", send_body)
 
     def _respond_living(self, web: ReplayedWeb, living: LivingWeb, url: str, send_body: bool) -> int:
         if url.endswith("/") and url not in living.states:  # a folder: its index page
@@ -282,6 +281,7 @@ class ReplayedWeb:
         self._reverse: dict[str, str] = {}  # served netloc -> corpus origin
         self._records: list[AccessRecord] = []
         self._lock = threading.Lock()
+        self._bodies: dict[str, bytes] = {}  # URL -> served body (a corpus without ``living`` never changes)
 
     # --- lifecycle ---
     def start(self) -> ReplayedWeb:
@@ -297,6 +297,7 @@ class ReplayedWeb:
         except OSError:
             self.stop()
             raise
+        self._bodies.clear()  # links point at the served origins, which changed
         for origin, server in self._servers.items():
             thread = threading.Thread(
                 target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=f"web {origin}", daemon=True
@@ -421,6 +422,17 @@ class ReplayedWeb:
             return fault.times < 0 or seen < fault.times
 
     # --- link rewriting ---
+    def page_body(self, url: str, markup: str) -> bytes:
+        """The served bytes of a page of the (unchanging) corpus: its markup with links rewritten, kept
+        after the first request. Rewriting every link on every request (a regex, ``urljoin`` and
+        ``canonicalize`` per link) was most of the web's CPU, ~2.5 ms a PostgreSQL page, taken from the
+        crawler it serves when both share the machine (``oasis bench crawl``, issue 14)."""
+        body = self._bodies.get(url)
+        if body is None:
+            body = self.rewrite_links(markup, url).encode("utf-8", errors="replace")
+            self._bodies[url] = body
+        return body
+
     def rewrite_links(self, markup: str, page_url: str) -> str:
         """Point every href/src that lands on a served host at its served URL (see the module docstring)."""
 
