@@ -134,9 +134,9 @@ class WhittleLearning:
             p = parent_rel if parent_url is not None else 1.0
             if self._anchor_prior:
                 p += anchor_rel
-            q = self.q
-            q.seed(state, self.config.gamma * p, p)
-            self._writes = q.writes
+            self.q.seed(state, self.config.gamma * p, p)
+            if self.hybrid:  # (checked above)
+                self._writes = self.q.writes
         self.states[doc] = state
         return state
 
@@ -154,7 +154,7 @@ class WhittleLearning:
         if self.prior and state not in self._rows:
             p = parent_rel + anchor_rel if self._anchor_prior else parent_rel
             q = self.q
-            if q.writes != self._writes:
+            if self.hybrid and q.writes != self._writes:  # (see _own_rows_possible)
                 self._own_rows = True
             q.seed(state, self.config.gamma * p, p)
             self._writes = q.writes
@@ -202,19 +202,22 @@ class WhittleLearning:
                 p, a = crow[0], crow[1]
                 bonus += a if a > p else p
         xs: tuple[str, ...] = (state,)
-        if self.hybrid and was_fringe:
-            # learn the URL's own entry and the generalising one from the same sample
-            own, aux = "u:" + self._table.urls[doc], self.aux[doc]
-            xs = (own,) if aux is None or aux == own else (own, aux)
-        if q.writes != self._writes:  # (see _own_rows_possible)
-            self._own_rows = True
+        if self.hybrid:
+            if was_fringe:
+                # learn the URL's own entry and the generalising one from the same sample
+                own, aux = "u:" + self._table.urls[doc], self.aux[doc]
+                xs = (own,) if aux is None or aux == own else (own, aux)
+            if q.writes != self._writes:  # (see _own_rows_possible)
+                self._own_rows = True
+            out = q.learn(
+                xs, g, q_next, bonus, self._alpha, self._gamma, self._alpha_passive if was_fringe else None
+            )
+            self._writes = q.writes
+            return out if was_fringe else []
         if not was_fringe:
             q.learn(xs, g, q_next, bonus, self._alpha, self._gamma)
-            self._writes = q.writes
             return []
-        out = q.learn(xs, g, q_next, bonus, self._alpha, self._gamma, self._alpha_passive)
-        self._writes = q.writes
-        return out
+        return q.learn(xs, g, q_next, bonus, self._alpha, self._gamma, self._alpha_passive)
 
     # -- Q-table persistence ---------------------------------------------------------------------------
 
