@@ -2,13 +2,13 @@
 
 A controller keeps a few per-document Python lists (the URL of every document, the state of every queued
 one): one container each, but a full (generation-2) collection walks every element of every list it
-examines, a cache miss per element; at 10^6 documents one full collection cost 0.3-0.5 s of CPU in the
-robot's process (measured: docs/replay.md "Session 6"), however little of it was garbage. These lists
-live as long as the controller and only grow in place, so once the controller is built (and restored from
-its checkpoint) the process moves everything alive into the collector's permanent generation
-(:func:`gc.freeze`): later full collections walk only the objects made after that. Frozen objects are
-still freed when their reference count drops to zero; only a reference cycle among them is never
-reclaimed (the controller's parts hold none).
+examines, a cache miss per element; at 10^6 documents one full collection cost 0.1-0.5 s of CPU in the
+scheduler benchmark (docs/replay.md "Session 6"; the robot holds the same lists), however little of it
+was garbage. These lists live as long as the controller and only grow in place, so once the controller is
+built (and restored from its checkpoint) the process moves everything alive into the collector's permanent
+generation (:func:`gc.freeze`): later full collections walk only the objects made after that. Frozen
+objects are still freed when their reference count drops to zero; only a reference cycle among them is
+never reclaimed (the controller's parts hold none).
 """
 
 from __future__ import annotations
