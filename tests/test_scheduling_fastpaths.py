@@ -526,3 +526,48 @@ def test_in_flight_map_finds_the_document_report_and_defer_name(policy: str) -> 
     assert ctl.in_flight() == 0 and ctl.status(batch[2]) == "gone"
     with pytest.raises(ValueError):
         ctl.defer(batch[2])  # not in flight any more
+
+
+def _hybrid_trace(ctl: Any, seed: int, steps: int, write_at: int | None) -> list[Any]:
+    """A random crawl of a hybrid controller; at step ``write_at`` someone else writes an own row
+    (``"u:" + URL``) of a URL the crawl discovers only later."""
+    rng = random.Random(seed)
+    out: list[Any] = []
+    ctl.add_seeds(["http://h0/0"])
+    nxt = 1
+    for step in range(steps):
+        if step == write_at:
+            ctl.q.set(f"u:http://h{(nxt + 3) % 5}/{nxt + 3}", 1, 2.0)
+        batch = ctl.next_batch(2, float(step))
+        out.append(batch)
+        for url in batch:
+            links = []
+            for _ in range(rng.choice((1, 2, 5))):
+                if rng.random() < 0.3 and nxt > 1:
+                    target = rng.randrange(nxt)  # a re-discovery (or a fetched page)
+                else:
+                    target, nxt = nxt, nxt + 1
+                links.append(Discovered(f"http://h{target % 5}/{target}", "", rng.random()))
+            out.append(ctl.report(FetchOutcome(url, "new", rng.random() ** 2, links), float(step)))
+    out.append(ctl.state_dict())
+    return out
+
+
+@pytest.mark.parametrize("write_at", [None, 5, 40])
+def test_hybrid_skips_the_own_row_lookup_only_when_no_row_can_be_there(write_at: int | None) -> None:
+    """The hybrid state looks a new URL's own row up only while the table may hold one it did not write
+    (given, loaded, or written by someone else): the same decisions and table as always looking it up."""
+    cfg = ControllerConfig(state="hybrid")
+    fast = make_controller("whittle", rng=random.Random(1), config=cfg)
+    slow = make_controller("whittle", rng=random.Random(1), config=cfg)
+    assert isinstance(fast, WhittleController) and isinstance(slow, WhittleController)
+    # the reference: the lookup on every link (as before the fast path)
+    slow.learning._own_rows = True  # (never turned off again)
+    assert _hybrid_trace(fast, 3, 80, write_at) == _hybrid_trace(slow, 3, 80, write_at)
+    assert fast.learning._own_rows == (write_at is not None)  # a fresh crawl: no lookup until the write
+    own = [s for s in fast.q.rows() if s.startswith("u:")]
+    assert len(own) > 50  # the crawl learned own rows (for fetched URLs only)
+    # a table that comes with own rows turns the lookup on
+    table = fast.q.copy()
+    given_ctl = make_controller("whittle", rng=random.Random(1), config=cfg, q=table)
+    assert isinstance(given_ctl, WhittleController) and given_ctl.learning._own_rows

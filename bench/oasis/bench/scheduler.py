@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis.robot.scheduling import SHIPPED, ControllerConfig, Discovered, FetchOutcome, make_controller
+from oasis.robot.scheduling.gcpolicy import freeze_long_lived
 
 POLICIES = ("whittle", "whittle:generalising", "whittle:parent", "whittle:hybrid", "greedy-parent", "bfs")
 
@@ -45,11 +46,16 @@ def _url(i: int) -> str:
 
 
 def _controller(policy: str) -> Any:
+    """A fresh controller, its process's garbage-collector policy applied as the robot's process applies it
+    once its controller is built (robot/__main__: scheduling.gcpolicy; a fresh robot, nothing resumed)."""
     if policy == "whittle":  # the shipped robot: the residual index (SHIPPED)
-        return make_controller("whittle", rng=random.Random(1), config=SHIPPED)
-    state = policy.split(":", 1)[1] if ":" in policy else "generalising"
-    name = "whittle" if policy.startswith("whittle") else policy
-    return make_controller(name, rng=random.Random(1), config=ControllerConfig(state=state))
+        ctl = make_controller("whittle", rng=random.Random(1), config=SHIPPED)
+    else:
+        state = policy.split(":", 1)[1] if ":" in policy else "generalising"
+        name = "whittle" if policy.startswith("whittle") else policy
+        ctl = make_controller(name, rng=random.Random(1), config=ControllerConfig(state=state))
+    freeze_long_lived()
+    return ctl
 
 
 def fill(policy: str, n: int, rng: random.Random) -> tuple[Any, int]:

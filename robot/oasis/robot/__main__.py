@@ -18,6 +18,7 @@ from oasis.robot.app import (
 )
 from oasis.robot.engine_port import RobotEngineError
 from oasis.robot.metrics import ProgressLog, crawler_families
+from oasis.robot.scheduling.gcpolicy import freeze_long_lived
 from oasis.robot.servicer import RobotServicer, add_robot_servicer
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
@@ -89,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         if args.seeds:
             crawler.add_seeds(args.seeds)
+        freeze_long_lived()  # the controller is built and resumed: full collections skip it (gcpolicy)
         register_collector(crawler_families(crawler))
         running = build_server(
             server_config, lambda server: add_robot_servicer(server, RobotServicer(crawler))

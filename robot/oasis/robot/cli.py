@@ -60,6 +60,7 @@ def run_crawl(args: argparse.Namespace) -> int:
 
     from oasis.robot.app import Q_TABLE_FILE, build_crawler, config_from_args, resume_crawler
     from oasis.robot.engine_port import RobotEngineError
+    from oasis.robot.scheduling.gcpolicy import freeze_long_lived
 
     tmp: tempfile.TemporaryDirectory[str] | None = None
     engine_proc: subprocess.Popen[bytes] | None = None
@@ -102,6 +103,7 @@ def run_crawl(args: argparse.Namespace) -> int:
             if not seeds and not resumed:
                 print("error: no valid http(s) seed URL", file=sys.stderr)
                 return 2
+            freeze_long_lived()  # the controller is built and resumed (scheduling.gcpolicy)
             crawler.start()
             start = time.monotonic()
             total = args.max_pages or None

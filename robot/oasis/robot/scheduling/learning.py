@@ -55,11 +55,13 @@ class WhittleLearning:
             self._frozen, q_table = q_table, q_table.copy()
         self.q = q_table
         self._rows = q_table.rows()  # the table's dict, read per discovered link (kept with self.q)
+        self.hybrid = cfg.state == "hybrid"
+        self._own_rows, self._writes = False, 0
+        self._own_rows_possible()
         self.extract: StateExtractor = make_state_extractor(
             cfg.state, relevance_bins=cfg.relevance_bins, anchor_bins=cfg.anchor_bins, max_depth=cfg.max_depth
         )
         self.states: list[str | None] = table.list_column()  # per document: its state while queued
-        self.hybrid = cfg.state == "hybrid"
         # hybrid: per document, the generalising key beside the queue key
         self.aux: list[str | None] = table.list_column() if self.hybrid else []
         self.link_state = self._link_state_function()
@@ -120,14 +122,21 @@ class WhittleLearning:
         rows = self._rows
         if self.hybrid:
             self.aux[doc] = state
-            own = "u:" + url
-            if own in rows:
-                state = own  # the URL's own learned entry; else the generalising one (also aux: seeded once)
+            if self.q.writes != self._writes:  # a row written by someone else: it may be this URL's own
+                self._own_rows = True
+            # the URL's own learned entry, if the table can hold one (see _own_rows_possible); else the
+            # generalising one (also aux: seeded once)
+            if self._own_rows:
+                own = "u:" + url
+                if own in rows:
+                    state = own
         if self.prior and state not in rows:
             p = parent_rel if parent_url is not None else 1.0
             if self._anchor_prior:
                 p += anchor_rel
             self.q.seed(state, self.config.gamma * p, p)
+            if self.hybrid:  # (checked above)
+                self._writes = self.q.writes
         self.states[doc] = state
         return state
 
@@ -144,8 +153,26 @@ class WhittleLearning:
             self.aux[doc] = state
         if self.prior and state not in self._rows:
             p = parent_rel + anchor_rel if self._anchor_prior else parent_rel
-            self.q.seed(state, self.config.gamma * p, p)
+            q = self.q
+            if self.hybrid and q.writes != self._writes:  # (see _own_rows_possible)
+                self._own_rows = True
+            q.seed(state, self.config.gamma * p, p)
+            self._writes = q.writes
         return state
+
+    def _own_rows_possible(self) -> None:
+        """Whether the table may hold a hybrid own row (``"u:" + URL``) of a URL this controller has not
+        located yet: only a table given, loaded or written by someone else can. This learner writes own
+        rows only for pages it fetched, and a fetched page's URL stays known (evict_fringe forgets only
+        unfetched ones), so a link to a new URL finds no own row of it unless the table came with own rows
+        or was written through other hands (``QTable.writes`` counts every write; this learner notes the
+        count after each of its own). While neither happened, ``discovered`` skips the own-row lookup (a
+        string built and looked up in a table of up to one row per fetched page, per link) with the same
+        result."""
+        q = self.q
+        self._writes = q.writes
+        if self.hybrid:
+            self._own_rows = any(state.startswith("u:") for state in q.rows())
 
     def index(self, state: str) -> float:
         """v(x), Eq. 9."""
@@ -175,10 +202,18 @@ class WhittleLearning:
                 p, a = crow[0], crow[1]
                 bonus += a if a > p else p
         xs: tuple[str, ...] = (state,)
-        if self.hybrid and was_fringe:
-            # learn the URL's own entry and the generalising one from the same sample
-            own, aux = "u:" + self._table.urls[doc], self.aux[doc]
-            xs = (own,) if aux is None or aux == own else (own, aux)
+        if self.hybrid:
+            if was_fringe:
+                # learn the URL's own entry and the generalising one from the same sample
+                own, aux = "u:" + self._table.urls[doc], self.aux[doc]
+                xs = (own,) if aux is None or aux == own else (own, aux)
+            if q.writes != self._writes:  # (see _own_rows_possible)
+                self._own_rows = True
+            out = q.learn(
+                xs, g, q_next, bonus, self._alpha, self._gamma, self._alpha_passive if was_fringe else None
+            )
+            self._writes = q.writes
+            return out if was_fringe else []
         if not was_fringe:
             q.learn(xs, g, q_next, bonus, self._alpha, self._gamma)
             return []
@@ -206,3 +241,4 @@ class WhittleLearning:
         """Learn in ``table`` from now on."""
         self.q = table
         self._rows = table.rows()
+        self._own_rows_possible()

@@ -21,11 +21,14 @@ class QTable:
     a young collection has seen it, where a list row stays a tracked container (the parent and hybrid states
     add a row per fetched page: 10^5-10^6 rows that every full collection walked)."""
 
-    __slots__ = ("_q", "q_init")
+    __slots__ = ("_q", "q_init", "writes")
 
     def __init__(self, q_init: float = 0.0) -> None:
         self.q_init = float(q_init)
         self._q: dict[str, tuple[float, float, float]] = {}  # state -> (Q(x,0), Q(x,1), visits)
+        # calls that changed (or may have changed) rows: a learner that makes every write itself can tell
+        # from it that nobody else wrote a row it did not expect (learning.WhittleLearning, hybrid state)
+        self.writes = 0
 
     def __len__(self) -> int:
         return len(self._q)
@@ -54,6 +57,7 @@ class QTable:
         return row[1] - row[0]  # whittle_index(row[1], row[0]), written out (once per decision)
 
     def set(self, state: str, u: int, value: float) -> None:
+        self.writes += 1
         row = self._q.get(state)
         p, a, visits = (self.q_init, self.q_init, 0.0) if row is None else row
         if u:
@@ -64,6 +68,7 @@ class QTable:
     def put(self, state: str, row: tuple[float, float, float]) -> None:
         """Replace a state's whole row (for learners that keep their own statistics in the table's three
         numbers, e.g. ``scheduling.residual``)."""
+        self.writes += 1
         self._q[state] = (float(row[0]), float(row[1]), float(row[2]))
 
     def rows(self) -> dict[str, tuple[float, float, float]]:
@@ -87,6 +92,7 @@ class QTable:
         with its new Whittle index (Eq. 9). Parameters are not checked (see
         :func:`~oasis.robot.scheduling.equations.q_update`)."""
         q, q_init = self._q, self.q_init
+        self.writes += 1
         out: list[tuple[str, float]] = []
         # Eq. 10 written out as equations.q_update_summed computes it, term for term (the same bits: a test
         # compares the two); the sample's part that does not depend on the state is computed once
@@ -107,6 +113,7 @@ class QTable:
     def seed(self, state: str, q_passive: float, q_active: float) -> None:
         """Initial values for a state the table does not know yet (a prior); no-op for known states."""
         if state not in self._q:
+            self.writes += 1
             self._q[state] = (float(q_passive), float(q_active), 0.0)
 
     def visits(self, state: str) -> int:
