@@ -46,6 +46,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from oasis.bench._stats import process_cpu_seconds
 from oasis.runtime.spawn import ServiceProcess, spawn_service
 
 logger = logging.getLogger(__name__)
@@ -208,15 +209,6 @@ class _NullEngine:
         return None
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (all its threads; Linux ``/proc``, else 0)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _robot(
     seed: str,
     host: str,
@@ -242,7 +234,7 @@ def _robot(
     try:
         crawler.add_seeds([seed])
         watched = {"robot": os.getpid(), **(pids or {})}
-        cpu0 = {name: _cpu_seconds(pid) for name, pid in watched.items()}
+        cpu0 = {name: process_cpu_seconds(pid) for name, pid in watched.items()}
         start = time.perf_counter()
         status = crawler.run(timeout=600)
         crawled = time.perf_counter()
@@ -250,7 +242,9 @@ def _robot(
             client.document_count(timeout=60)
         seconds = time.perf_counter() - start
         tail = seconds - (crawled - start)  # every page acknowledged (durable) -> every page searchable
-        cpu = {f"cpu_{name}": round(_cpu_seconds(pid) - cpu0[name], 2) for name, pid in watched.items()}
+        cpu = {
+            f"cpu_{name}": round(process_cpu_seconds(pid) - cpu0[name], 2) for name, pid in watched.items()
+        }
     finally:
         crawler.close()
         engine.close()
@@ -404,10 +398,10 @@ def run(args: argparse.Namespace) -> int:
             finally:
                 engine.stop(grace=30)
             if scrapy_python is not None:
-                web_cpu = _cpu_seconds(web_pid)
+                web_cpu = process_cpu_seconds(web_pid)
                 row = _scrapy(scrapy_python, seed, host, args.pages, args.concurrency)
                 if web:
-                    row["cpu_web"] = round(_cpu_seconds(web_pid) - web_cpu, 2)
+                    row["cpu_web"] = round(process_cpu_seconds(web_pid) - web_cpu, 2)
                 rows["scrapy"].append(row)
     result: dict[str, Any] = {
         "corpus": spec,

@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import json
 import logging
-import os
 import random
 import shutil
 import signal
@@ -34,7 +33,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from oasis.bench._stats import percentile
+from oasis.bench._stats import percentile, process_cpu_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -89,12 +88,6 @@ def load_documents(n: int, chunk_chars: int, seed: int) -> tuple[list[BenchDoc],
 
 
 # --- raw Whoosh -------------------------------------------------------------------------------------------
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def raw_whoosh_index(
