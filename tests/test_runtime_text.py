@@ -23,7 +23,7 @@ from oasis.runtime.text import (
     _take_positions,
     distinct_terms,
     make_analyzer,
-    term_counts,
+    remembered_counts,
     term_positions,
     tokenize,
 )
@@ -217,8 +217,8 @@ def test_an_analysis_kept_from_a_prefix_continues_exactly(
     try:
         text = "".join(w + s for w, s in zip(words, seps, strict=False))
         scored = text[:limit]
-        assert term_counts(scored, remember=True) == Counter(tokenize(scored))
-        assert list(term_counts(scored, remember=True)) == list(Counter(tokenize(scored)))  # same order
+        assert remembered_counts(scored) == Counter(tokenize(scored))
+        assert list(remembered_counts(scored)) == list(Counter(tokenize(scored)))  # same order
         assert _take_positions(text) == term_positions(text)
         assert _take_positions(text) == term_positions(text)  # taken once; the second analyses anew
     finally:

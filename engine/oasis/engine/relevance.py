@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from oasis.engine.topic import Topic
-from oasis.runtime.text import term_counts, tokenize
+from oasis.runtime.text import remembered_counts, tokenize
 
 DEFAULT_KEYWORD_WEIGHT = 3.0
 DEFAULT_TITLE_WEIGHT = 2.0
@@ -136,9 +136,9 @@ class RelevanceModel:
 
     def page_vector(self, title: str, text: str, *, remember: bool = False) -> dict[str, float]:
         """``remember``: keep the analysis of ``text`` for indexing a text that starts with it
-        (:func:`~oasis.runtime.text.term_counts`: the same frequencies, in the same order, as
+        (:func:`~oasis.runtime.text.remembered_counts`: the same frequencies, in the same order, as
         :func:`term_frequencies`)."""
-        tf = term_counts(text, remember=True) if remember else term_frequencies(text)
+        tf = remembered_counts(text) if remember else term_frequencies(text)
         if title:
             tf.update(term_frequencies(title, self.title_weight))
         return ltc_vector(tf, self.idf_of, self.default_idf)

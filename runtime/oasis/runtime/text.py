@@ -162,13 +162,11 @@ def term_positions(text: str) -> dict[str, list[int]]:
     return _analyse(text)[0]
 
 
-def term_counts(text: str, *, remember: bool = False) -> Counter[str]:
-    """``Counter(tokenize(text))``; ``remember``: computed through the positions analysis, which is kept for
-    the next ``word_values`` of a text that starts the same (:class:`_Analysed`): the engine's Score call
-    analyses (the first 20,000 characters of) a page's text, and indexing the page moments later needs the
-    same analysis."""
-    if not remember:
-        return Counter(tokenize(text))
+def remembered_counts(text: str) -> Counter[str]:
+    """``Counter(tokenize(text))``, computed through the positions analysis, which is kept for the next
+    ``word_values`` of a text that starts the same (:class:`_Analysed`): the engine's Score call analyses
+    (the first 20,000 characters of) a page's text, and indexing the page moments later needs the same
+    analysis."""
     cut = _shared_prefix(text)
     state = _analyse(text[:cut])
     counts = Counter({term: len(at) for term, at in state[0].items()})
@@ -188,7 +186,7 @@ def _take_positions(text: str) -> dict[str, list[int]]:
 
 
 class _Analysed:
-    """Recent analyses by text (:func:`term_counts` with ``remember``), each taken by the first
+    """Recent analyses by text (:func:`remembered_counts`), each taken by the first
     ``word_values`` of a text that starts with it: the engine scores a page (Score RPC) and indexes it
     moments later, and analysing its text twice was a sixth of the engine's CPU while crawling (issue 14).
     The analysis is a pure function of the text, so a hit (continued over the rest of a longer text) is
