@@ -30,7 +30,6 @@ from oasis.robot.scheduling.documents import (
     FLIGHT,
     FRINGE,
     GONE,
-    IN_FLIGHT,
     RECRAWL_FLIGHT,
     RETRIEVED,
     STATUS_NAMES,
@@ -215,10 +214,8 @@ class _Controller:
             doc = docs.ids.get(parent_url)
             if doc is None:  # e.g. a redirect target the controller never queued
                 doc = docs.add(parent_url, 0.0, 0, FLIGHT)
-        st = status[doc]
-        if st in IN_FLIGHT:
-            pass  # (out of _flying above; a redirect target's new row was never in it)
-        elif st == FRINGE:
+        st = status[doc]  # in flight: out of _flying above (a redirect target's new row was never in it)
+        if st == FRINGE:
             self._remove_fringe(doc)
         elif st == RETRIEVED:
             self._recrawl.remove(doc)

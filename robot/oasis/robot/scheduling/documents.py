@@ -19,7 +19,6 @@ from typing import Any
 FRINGE, FLIGHT, RETRIEVED, RECRAWL_FLIGHT, GONE = 1, 2, 3, 4, 5
 # status sets for membership tests on the hot path (a constant set: no tuple built per test)
 UNFETCHED = frozenset((FRINGE, FLIGHT))  # located, not retrieved yet
-IN_FLIGHT = frozenset((FLIGHT, RECRAWL_FLIGHT))  # handed out by next_batch, not reported or deferred yet
 STATUS_NAMES = {
     FRINGE: "fringe",
     FLIGHT: "fringe",
