@@ -223,3 +223,23 @@ def test_an_analysis_kept_from_a_prefix_continues_exactly(
         assert _take_positions(text) == term_positions(text)  # taken once; the second analyses anew
     finally:
         text_module.SCORE_PREFIX_CHARS, _ANALYSED.min_chars = saved
+
+
+def test_kept_analyses_stay_bounded_under_a_flood_of_scored_texts() -> None:
+    """A client that scores many (or huge) texts it never indexes cannot grow the engine's kept analyses
+    past their bounds: the oldest go first, by count and by characters; a text over the character bound, or
+    under the minimum, is not kept at all."""
+    from oasis.runtime.text import _Analysed
+
+    kept = _Analysed(max_entries=4, max_chars=1_000, min_chars=10)
+    texts = [f"page {i} " + "word " * 40 for i in range(10)]  # 208-209 characters each
+    for text in texts:
+        kept.put(text, ({}, 0, -1, True))
+        assert len(kept) <= 4 and kept._chars <= 1_000
+    assert kept._chars == sum(len(t) for t in kept._entries)
+    assert list(kept._entries) == texts[-4:]  # the newest four; the oldest went first
+    assert kept.take(texts[0]) is None and kept.take(texts[-1]) is not None  # taken once
+    assert kept.take(texts[-1]) is None
+    kept.put("x" * 1_001, ({}, 0, -1, True))  # over the character bound: not kept, nothing evicted for it
+    kept.put("short", ({}, 0, -1, True))  # under the minimum (anchor texts, titles)
+    assert list(kept._entries) == texts[-4:-1]
