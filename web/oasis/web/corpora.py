@@ -116,6 +116,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             base_url="http://tornado.docs.local/",
             experiment=True,
         ),
+        # holdout-3 (session 7), fixed before any evaluation run: docs/replay.md "Session 7"
+        DebianCorpus(
+            name="python-kombu-doc",
+            package="python-kombu-doc",
+            root=DOC_ROOT / "python-kombu-doc" / "html",
+            base_url="http://kombu.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-pymongo-doc",
+            package="python-pymongo-doc",
+            root=DOC_ROOT / "python-pymongo-doc" / "html",
+            base_url="http://pymongo.docs.local/",
+            experiment=True,
+        ),
     )
 }
 ALL = "all"
