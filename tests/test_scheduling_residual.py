@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from oasis.replay.baselines import GreedyAnchorMeanController
 from oasis.replay.experiment import Experiment, ExperimentConfig, prepare
 from oasis.robot.__main__ import build_parser
 from oasis.robot.app import build_crawler, config_from_args
@@ -297,11 +298,57 @@ SELECT = replace(DIRS, select_tau=0.0, duel_z=0.0, duel_min=1)  # prequential se
 
 @pytest.mark.parametrize("config", [EMPTY, PLAIN, DIRS, SELECT], ids=["shipped", "plain", "dirs", "select"])
 def test_without_learning_it_is_greedy_anchor(small_web: object, config: Any) -> None:
+    """With nothing learned and the best link only (``link_mean`` 0) the index orders as greedy-anchor."""
     cfg = ExperimentConfig(
-        policies=("greedy-anchor", "whittle"), traversals=1, controller=replace(config, learn=False)
+        policies=("greedy-anchor", "whittle"),
+        traversals=1,
+        controller=replace(config, learn=False, link_mean=0.0),
     )
     out = Experiment(small_web, cfg).run()["policies"]  # type: ignore[arg-type]
     assert out["whittle"]["P"] == out["greedy-anchor"]["P"]
+
+
+def _crawl_order(ctl: Any) -> list[str]:
+    """Seed s (relevance .5) links to x (anchor .1), y and z (anchor .0: b .5 each); x (relevance .2) links to
+    y again. Returns the fetch order."""
+    pages = {
+        "http://w/s": (0.5, [("http://w/x", 0.1), ("http://w/y", 0.0), ("http://w/z", 0.0)]),
+        "http://w/x": (0.2, [("http://w/y", 0.0)]),
+        "http://w/y": (0.0, []),
+        "http://w/z": (0.0, []),
+    }
+    ctl.add_seeds(["http://w/s"])
+    order: list[str] = []
+    for step in range(4):
+        (url,) = ctl.next_batch(1, float(step))
+        rel, links = pages[url]
+        ctl.report(FetchOutcome(url, "new", rel, [Discovered(u, "", a) for u, a in links]), float(step))
+        order.append(url)
+    return order
+
+
+def test_hand_worked_link_mean() -> None:
+    """The in-link evidence (link_mean .5), by hand: after s, x goes first (b .6); its link to y adds the
+    parent relevance .2, so y's estimate is .5 x .5 (best) + .5 x (.5 + .2) / 2 (mean) = .425, below z's .5,
+    which greedy-anchor would fetch after y (FIFO among equal b .5). With link_mean 0 the order is
+    greedy-anchor's."""
+    config = replace(PLAIN, learn=False, link_mean=0.5)
+    mixed = make_controller("whittle", rng=random.Random(0), config=config)
+    assert _crawl_order(mixed) == ["http://w/s", "http://w/x", "http://w/z", "http://w/y"]
+    y = mixed.docs.ids["http://w/y"]
+    assert mixed.index.base[y] == pytest.approx(0.425)
+    assert mixed.index.links[y] == 2.0
+    best = make_controller("whittle", rng=random.Random(0), config=replace(PLAIN, learn=False, link_mean=0.0))
+    assert _crawl_order(best) == ["http://w/s", "http://w/x", "http://w/y", "http://w/z"]
+
+
+def test_greedy_anchor_mean_by_hand() -> None:
+    """greedy-anchor-mean, the non-learning baseline of the same evidence, takes the same order by hand
+    (y .425 after z .5); greedy-anchor keeps y's best link (.5) and fetches it first (FIFO)."""
+    mean = GreedyAnchorMeanController(rng=random.Random(0), config=PLAIN, recrawl_index=None)
+    assert _crawl_order(mean) == ["http://w/s", "http://w/x", "http://w/z", "http://w/y"]
+    anchor = make_controller("greedy-anchor", rng=random.Random(0), config=PLAIN)
+    assert _crawl_order(anchor) == ["http://w/s", "http://w/x", "http://w/y", "http://w/z"]
 
 
 def test_greedy_anchor_dir_is_a_fixed_rule_baseline(small_web: object) -> None:
@@ -406,7 +453,7 @@ def test_training_split_tool_measures_against_greedy_anchor(tmp_path: Path) -> N
     ``train`` writes a table that the residual index reads."""
     from oasis.replay.shipped import compare, main
 
-    (row,) = compare([replace(EMPTY, learn=False)], 1, None, [0])
+    (row,) = compare([replace(EMPTY, learn=False, link_mean=0.0)], 1, None, [0])
     assert row["t1_vs_greedy_anchor"] == [0.0] and row["last_vs_t1"] == [0.0]
     out = tmp_path / "q.json"
     assert main(["train", "--out", str(out), "--traversals", "1", "--runs", "0"]) == 0

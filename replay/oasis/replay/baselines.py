@@ -11,6 +11,9 @@
   pages sit behind irrelevant hubs).
 * ``greedy-anchor-dir`` (:class:`GreedyAnchorDirController`): greedy-anchor plus the URL directory's mean
   residual, with fixed weights: the non-learning baseline of the information the robot's directory term uses.
+* ``greedy-anchor-mean`` (:class:`GreedyAnchorMeanController`): greedy-anchor whose key mixes the best link's
+  parent + anchor relevance with their mean over every retrieved page linking to the document (weights .5,
+  fixed): the non-learning baseline of the in-link evidence the shipped robot's estimate uses (session 7).
 """
 
 from __future__ import annotations
@@ -108,3 +111,50 @@ class GreedyAnchorDirController(GreedyAnchorController):
         for i in queued:
             docs.key[i] = self._primary[i] + d + TIE_WEIGHT * self._tie[i]
             fringe.push(i, docs.key[i], docs.host_id[i])
+
+
+ANCHOR_MEAN_WEIGHT = 0.5  # greedy-anchor-mean's fixed weight of the mean link (the shipped robot's link_mean)
+
+
+class GreedyAnchorMeanController(GreedyAnchorController):
+    """greedy-anchor with every in-link counted: a fringe document's key is ``(1 - k) max_l (p_l + a_l) +
+    k mean_l (p_l + a_l)`` over the retrieved pages l linking to it (k = :data:`ANCHOR_MEAN_WEIGHT`, not
+    learned), re-keyed at every new link, so a page linked from many pages (a site's navigation) is not
+    ranked by the best of many draws. The same tie-break as every best-first policy."""
+
+    name = "greedy-anchor-mean"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._best: dict[int, float] = {}
+        self._sum: dict[int, float] = {}
+        self._n: dict[int, int] = {}
+
+    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        if ctx.parent_url is not None:
+            b = ctx.parent_relevance + ctx.anchor_relevance
+            self._best[doc], self._sum[doc], self._n[doc] = b, b, 1
+        return super()._key_for(doc, ctx)
+
+    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
+        if doc not in self._n:  # a seed
+            return
+        b = parent_rel + anchor_rel
+        best = self._best[doc] = max(self._best[doc], b)
+        total = self._sum[doc] = self._sum[doc] + b
+        n = self._n[doc] = self._n[doc] + 1
+        k = ANCHOR_MEAN_WEIGHT
+        primary = (1.0 - k) * best + k * total / n
+        tie = max(self._tie[doc], b)
+        key = primary + TIE_WEIGHT * tie
+        docs = self.docs
+        if key != docs.key[doc]:
+            self._primary[doc], self._tie[doc], docs.key[doc] = primary, tie, key
+            self._fringe.push(doc, key, docs.host_id[doc])
+
+
+# the replay's own best-first baselines (not robot policies), by policy name
+REPLAY_BASELINES: dict[str, type[GreedyAnchorController]] = {
+    "greedy-anchor-dir": GreedyAnchorDirController,
+    "greedy-anchor-mean": GreedyAnchorMeanController,
+}

@@ -60,9 +60,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--policies",
         default="upper,random,bfs,greedy-oracle,greedy-parent,greedy-anchor,whittle:parent,whittle:hybrid",
         help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-anchor, "
-        "greedy-anchor-dir, greedy-lookahead, whittle, whittle:STATE; on a changing web each optionally "
-        "+RECRAWL (none, whittle, uniform, adaptive, or whittle-true: the Whittle hook with the true rates, "
-        "a reference)",
+        "greedy-anchor-dir, greedy-anchor-mean, greedy-lookahead, whittle, whittle:STATE; on a changing web "
+        "each optionally +RECRAWL (none, whittle, uniform, adaptive, or whittle-true: the Whittle hook with "
+        "the true rates, a reference)",
     )
     p.add_argument("--traversals", type=int, default=10, help="traversals of the graph for learning policies")
     p.add_argument("--budget", type=int, default=None, help="fetches per run (default: all reachable pages)")

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oasis.replay.baselines import LOOKAHEAD_WEIGHT, GreedyAnchorDirController, lookahead_scores, upper_order
+from oasis.replay.baselines import LOOKAHEAD_WEIGHT, REPLAY_BASELINES, lookahead_scores, upper_order
 from oasis.replay.metrics import static_recall_curve, upper_bound_performance
 from oasis.replay.simulator import ChangeModel, Replay, ReplayResult
 from oasis.robot.scheduling.config import SHIPPED
@@ -51,10 +51,11 @@ BASELINES = (
     "greedy-parent",
     "greedy-anchor",
     "greedy-anchor-dir",
+    "greedy-anchor-mean",
     "greedy-lookahead",
 )
 # non-learning baselines that see only what the robot sees (no oracle): the ones a learner is judged against
-PRACTICAL = ("random", "bfs", "greedy-parent", "greedy-anchor", "greedy-anchor-dir")
+PRACTICAL = ("random", "bfs", "greedy-parent", "greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")
 
 # states keyed on a URL (the document's own, or its parent's): they memorise one graph rather than generalise
 MEMORISING_STATES = ("parent", "url", "hybrid")
@@ -377,8 +378,8 @@ class Experiment:
     ) -> ReplayResult:
         rng, np_rng = self._rngs()
         ctl: Any
-        if policy == "greedy-anchor-dir":  # a replay baseline (oasis.replay.baselines), not a robot policy
-            ctl = GreedyAnchorDirController(
+        if policy in REPLAY_BASELINES:  # a replay baseline (oasis.replay.baselines), not a robot policy
+            ctl = REPLAY_BASELINES[policy](
                 rng=rng, config=config or self.config.controller, recrawl_index=self.recrawl_hook(recrawl)
             )
         else:

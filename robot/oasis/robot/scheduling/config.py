@@ -69,6 +69,11 @@ class ControllerConfig:
     # for the rest of its life (a replay traversal). None: off
     duel_z: float | None = None
     duel_min: int = 5
+    # residual (session 7): the in-link evidence of a fringe document. Its estimate's parent and anchor parts
+    # are ``(1 - link_mean) x`` the best link's (greedy-anchor's max) plus ``link_mean x`` their mean over
+    # every retrieved page that links to it: a page linked from many pages (a site's navigation) is no longer
+    # ranked by the best of many draws (docs/replay.md "Session 7"). 0: the best link only
+    link_mean: float = 0.0
     state_floor: float | None = None  # c(x) >= state_floor
     dir_floor: float | None = None  # d(D) >= dir_floor
 
@@ -95,6 +100,8 @@ class ControllerConfig:
             raise ValueError(f"index must be 'state' or 'residual', got {self.index!r}")
         if self.shrink < 0.0 or self.child_weight < 0.0 or self.carry < 0.0 or self.w_min <= 0.0:
             raise ValueError("shrink, child_weight and carry must be >= 0 and w_min > 0")
+        if not 0.0 <= self.link_mean <= 1.0:
+            raise ValueError(f"link_mean must be in [0, 1], got {self.link_mean}")
         if self.fit_prior < 0.0 or self.dir_weight < 0.0 or self.dir_shrink < 0.0:
             raise ValueError("fit_prior, dir_weight and dir_shrink must be >= 0")
         if self.select_tau is not None and not self.select_tau >= 0.0:
@@ -130,12 +137,13 @@ SHIPPED = ControllerConfig(
     relevance_bins=4,
     anchor_bins=2,
     index="residual",
-    shrink=3.0,
+    shrink=300.0,
     child_weight=0.0,
     carry=10.0,
     carry_state=0.0,
     fit_prior=128.0,
-    dir_weight=1.0,
-    dir_shrink=3.0,
+    dir_weight=0.5,
+    dir_shrink=100.0,
+    link_mean=0.5,
     start="shipped",
 )

@@ -147,6 +147,12 @@ class ResidualIndex:
         self.states: list[str | None] = table.list_column()
         self.base = table.column("d")  # b_i: the best parent + anchor relevance among the links to i
         self.anchor = table.column("d")  # the anchor part of that link (pr_i = b_i - ar_i)
+        # the in-link evidence (link_mean > 0): per document the best link's parent and anchor relevance and
+        # the sums and count over every link seen; b_i and its anchor part are then the mixed estimate
+        self.link_mean = config.link_mean
+        if self.link_mean:
+            self.best_p, self.best_a = table.column("d"), table.column("d")
+            self.sum_p, self.sum_a, self.links = table.column("d"), table.column("d"), table.column("d")
         self.fit = Calibration(0.0, 1.0, 1.0)
         self._next_fit = 0.0
         # the directory term: d(D) of a document's URL directory, as of the last re-fit (``published``), is
@@ -174,6 +180,25 @@ class ResidualIndex:
         self.fallen = False  # the duel was lost: greedy-anchor's order for the rest of this controller's life
         self._fitted = False  # a calibration fitted on samples exists (greedy-anchor's estimate calibrated)
         self.refit()
+
+    def first_link(self, doc: int, pr: float, ar: float) -> None:
+        """Start the in-link evidence of a new fringe document with its first link."""
+        self.best_p[doc], self.best_a[doc] = pr, ar
+        self.sum_p[doc], self.sum_a[doc], self.links[doc] = pr, ar, 1.0
+
+    def more_link(self, doc: int, pr: float, ar: float) -> tuple[float, float]:
+        """Add a link (parent relevance ``pr``, anchor relevance ``ar``) to a fringe document's evidence;
+        returns its mixed parent and anchor parts ``(1 - k) best + k mean`` (k = ``link_mean``)."""
+        if pr + ar > self.best_p[doc] + self.best_a[doc]:
+            self.best_p[doc], self.best_a[doc] = pr, ar
+        n = self.links[doc] + 1.0
+        self.links[doc] = n
+        self.sum_p[doc] += pr
+        self.sum_a[doc] += ar
+        k = self.link_mean
+        return (1.0 - k) * self.best_p[doc] + k * self.sum_p[doc] / n, (1.0 - k) * self.best_a[doc] + k * (
+            self.sum_a[doc] / n
+        )
 
     def use(self, q: QTable) -> None:
         self.q = q
@@ -747,6 +772,8 @@ def _make_class() -> type:
             b = parent_rel + anchor_rel
             idx.base[doc] = b
             idx.anchor[doc] = anchor_rel
+            if idx.link_mean:
+                idx.first_link(doc, parent_rel, anchor_rel)
             self.docs.key[doc] = b  # checkpoints carry b_i in the key column
             self.fringe.push(doc)
             if idx.duel and parent_url is not None:
@@ -770,11 +797,21 @@ def _make_class() -> type:
         def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
             # as greedy-anchor: a better link raises b_i; the state is re-derived from that link
             idx, docs = self.index, self.docs
-            b = parent_rel + anchor_rel
-            if idx.states[doc] == SEED_STATE or b <= idx.base[doc]:
+            if idx.states[doc] == SEED_STATE:
                 return
-            if parent_rel > docs.parent_rel[doc]:
-                docs.set_parent_rel(doc, parent_rel)
+            if idx.link_mean:  # the mixed estimate over every link: it may fall as well as rise
+                if parent_rel > docs.parent_rel[doc]:
+                    docs.set_parent_rel(doc, parent_rel)
+                parent_rel, anchor_rel = idx.more_link(doc, parent_rel, anchor_rel)
+                b = parent_rel + anchor_rel
+                if b == idx.base[doc]:
+                    return
+            else:
+                b = parent_rel + anchor_rel
+                if b <= idx.base[doc]:
+                    return
+                if parent_rel > docs.parent_rel[doc]:
+                    docs.set_parent_rel(doc, parent_rel)
             self.fringe.remove(doc)
             idx.base[doc] = b
             idx.anchor[doc] = anchor_rel
@@ -853,6 +890,9 @@ def _make_class() -> type:
                 self.index.set_directory(doc, self.docs.urls[doc])
             self.index.base[doc] = self.docs.key[doc]
             self.index.anchor[doc] = self._restore_anchor.get(doc, 0.0)
+            if self.index.link_mean:  # the restored estimate counts as one link (the sums are not saved)
+                ar = self.index.anchor[doc]
+                self.index.first_link(doc, self.index.base[doc] - ar, ar)
             self.fringe.push(doc)
             if self.index.duel and self.index.states[doc] != SEED_STATE:
                 self.index.shadow_push(doc)
