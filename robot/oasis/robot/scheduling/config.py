@@ -121,15 +121,15 @@ class ControllerConfig:
 
 
 # The robot as shipped (issue 10 item 4; ``oasis replay --policies whittle`` and the live robot's default):
-# the generalising state (4 parent-relevance bins, 2 anchor bins, depth), the residual index (greedy-anchor's
-# exact estimate b_i under a pooled linear calibration whose two slopes are shrunk towards one with 128
-# pseudo-samples, plus a state's shrunk correction c(x) and the URL directory's d(D)), no child term, and the
-# Q-table trained on the training split (package data scheduling/shipped_q.json), of which only the pooled
-# calibration carries to a new web (counted as 10 samples; no state's correction: carry_state 0). Every value
-# was chosen on the training split of docs/replay.md "The shipped robot" (synthetic seeds 1-3,
-# postgresql-doc-15) and never on an evaluation split. Session 6's prequential selection and duel
-# (select_tau, duel_z) are options, off as shipped: docs/replay.md "Session 6" (they broke the improvement
-# within 10 traversals and cost 19% of the scheduler's speed).
+# the generalising state (4 parent-relevance bins, 2 anchor bins, depth), the residual index (its estimate of
+# a fringe page: the best in-link's parent + anchor relevance mixed half and half with their mean over every
+# retrieved page linking to it, under a pooled linear calibration whose two slopes are shrunk towards one with
+# 128 pseudo-samples; plus a state's correction c(x) shrunk with 300 pseudo-samples and half the URL
+# directory's d(D) shrunk with 100), no child term, and the Q-table trained on the training split (package
+# data scheduling/shipped_q.json), of which only the pooled calibration carries to a new web (counted as 10
+# samples; no state's correction: carry_state 0). Every value was chosen on a training split (session 7: the
+# 24 runs of ``oasis.replay.shipped.TRAINING``, docs/replay.md "Session 7") and never on the evaluation split
+# (holdout-3). Session 6's prequential selection and duel (select_tau, duel_z) are options, off as shipped.
 SHIPPED = ControllerConfig(
     state="generalising",
     prior="anchor",
