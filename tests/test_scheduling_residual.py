@@ -49,7 +49,14 @@ from oasis.web.corpus import load_corpus
 EMPTY = replace(SHIPPED, start="empty")
 # the residual index alone (no directory term, no calibration prior): the hand-worked cases of its formulas
 PLAIN = replace(
-    EMPTY, dir_weight=0.0, fit_prior=0.0, carry_state=None, select_tau=None, select_default=7, duel_z=None
+    EMPTY,
+    dir_weight=0.0,
+    fit_prior=0.0,
+    carry_state=None,
+    select_tau=None,
+    select_default=7,
+    duel_z=None,
+    nonnegative=False,
 )
 # the directory term on and the other new options (the decisions' reference implementation covers them)
 DIRS = replace(PLAIN, dir_weight=1.0, dir_shrink=2.0, fit_prior=4.0, carry_state=2.0)
@@ -87,6 +94,17 @@ def test_calibration_floors_a_negative_slope() -> None:
 def test_calibration_one_slope_when_anchor_has_no_spread() -> None:
     # (0,0,.1) (1,0,.5): no anchor spread, one slope on p + a: w = cov / var = .1 / .25 = .4, a = .3 - .2 = .1
     assert calibration(2, 1, 0, 0.6, 1, 0, 0, 0.5, 0, w_min=0.01) == pytest.approx(Calibration(0.1, 0.4, 0.4))
+
+
+def test_nonnegative_calibration_refits_a_negative_intercept_through_the_origin() -> None:
+    """(p, a, y) = (1, 0, 0), (2, 0, 1): least squares y = p - 1 (intercept -1: a page with no evidence would
+    be estimated at -1, so a page of relevance 0 realises more than its estimate); ``nonnegative`` re-fits
+    through the origin: w = sum p y / sum p^2 = 2 / 5 = .4, a = 0. A positive intercept is kept as it is."""
+    sums = (2, 3, 0, 1, 5, 0, 0, 2, 0)
+    assert calibration(*sums, w_min=0.01) == pytest.approx(Calibration(-1.0, 1.0, 1.0))
+    assert calibration(*sums, w_min=0.01, nonnegative=True) == pytest.approx(Calibration(0.0, 0.4, 0.4))
+    positive = (2, 1, 0, 0.6, 1, 0, 0, 0.5, 0)  # the case above: intercept .1
+    assert calibration(*positive, w_min=0.01, nonnegative=True) == pytest.approx(Calibration(0.1, 0.4, 0.4))
 
 
 def test_calibration_without_spread_or_samples() -> None:

@@ -74,6 +74,11 @@ class ControllerConfig:
     # every retrieved page that links to it: a page linked from many pages (a site's navigation) is no longer
     # ranked by the best of many draws (docs/replay.md "Session 7"). 0: the best link only
     link_mean: float = 0.0
+    # residual (session 7): the calibration's estimate of a page with no evidence (parent and anchor relevance
+    # 0) is never negative (relevance is not): a negative least-squares intercept is re-fitted through the
+    # origin. Else a page of relevance 0 realises more than its estimate, and every correction learned from
+    # such pages (a crawler trap's directory and states) promotes them
+    nonnegative: bool = False
     state_floor: float | None = None  # c(x) >= state_floor
     dir_floor: float | None = None  # d(D) >= dir_floor
 
@@ -145,5 +150,6 @@ SHIPPED = ControllerConfig(
     dir_weight=0.5,
     dir_shrink=100.0,
     link_mean=0.5,
+    nonnegative=True,
     start="shipped",
 )

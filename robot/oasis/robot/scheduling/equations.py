@@ -120,6 +120,7 @@ def calibration(
     w_min: float,
     prior: float = 0.0,
     common: bool = False,
+    nonnegative: bool = False,
 ) -> Calibration:
     """Least squares of the samples y on the parent relevance p and the anchor relevance a of the fetched
     documents, from the sums (n, sum p, sum a, sum y, sum p^2, sum a^2, sum p a, sum p y, sum a y); each slope
@@ -130,9 +131,36 @@ def calibration(
     ``prior`` > 0 (``ControllerConfig.fit_prior``): the two slopes are shrunk towards the one common slope on
     b = p + a (greedy-anchor's ratio) with ``prior`` pseudo-samples, ``w' = (n w + prior w_b) / (n + prior)``
     (the intercept re-fitted), so a few noisy samples cannot tilt the order far from greedy-anchor's.
-    ``common``: always the one common slope on b = p + a (an affine map of b: greedy-anchor's order)."""
+    ``common``: always the one common slope on b = p + a (an affine map of b: greedy-anchor's order).
+    ``nonnegative`` (``ControllerConfig.nonnegative``): a negative intercept is replaced by the fit through
+    the origin (the raw second moments; the same floors and prior): relevance is never negative, nor is
+    the estimate of a page with no evidence."""
     if n <= 0.0:
         return Calibration(0.0, 1.0, 1.0)
+    fit = _least_squares(n, sp, sa, sy, spp, saa, spa, spy, say, w_min=w_min, prior=prior, common=common)
+    if fit.a >= 0.0 or not nonnegative:
+        return fit
+    # relevance is never negative, so neither is the estimate of a page with no evidence (p = a = 0): the
+    # least squares through the origin (raw second moments), the same floors and prior
+    return _least_squares(n, 0.0, 0.0, 0.0, spp, saa, spa, spy, say, w_min=w_min, prior=prior, common=common)
+
+
+def _least_squares(
+    n: float,
+    sp: float,
+    sa: float,
+    sy: float,
+    spp: float,
+    saa: float,
+    spa: float,
+    spy: float,
+    say: float,
+    *,
+    w_min: float,
+    prior: float,
+    common: bool,
+) -> Calibration:
+    """:func:`calibration`'s fit; with the first-moment sums zero it is the fit through the origin (a = 0)."""
     mp, ma, my = sp / n, sa / n, sy / n
     vpp, vaa, vpa = spp / n - mp * mp, saa / n - ma * ma, spa / n - mp * ma
     vpy, vay = spy / n - mp * my, say / n - ma * my

@@ -215,7 +215,10 @@ class ResidualIndex:
             self.fit_two = self.fit_common = self.fit
         else:
             if cfg.calibrate:  # (else greedy-anchor's estimate b_i stays; a re-fit only re-keys)
-                self.fit = calibration(*fit[0], *fit[1], *fit[2], w_min=cfg.w_min, prior=cfg.fit_prior)
+                nonneg = cfg.nonnegative
+                self.fit = calibration(
+                    *fit[0], *fit[1], *fit[2], w_min=cfg.w_min, prior=cfg.fit_prior, nonnegative=nonneg
+                )
                 if self.select or self.duel:
                     self.fit_two = self.fit
                     self.fit_common = calibration(*fit[0], *fit[1], *fit[2], w_min=cfg.w_min, common=True)
