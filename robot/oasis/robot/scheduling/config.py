@@ -132,9 +132,11 @@ class ControllerConfig:
 # 128 pseudo-samples; plus a state's correction c(x) shrunk with 300 pseudo-samples and half the URL
 # directory's d(D) shrunk with 100), no child term, and the Q-table trained on the training split (package
 # data scheduling/shipped_q.json), of which only the pooled calibration carries to a new web (counted as 10
-# samples; no state's correction: carry_state 0). Every value was chosen on a training split (session 7: the
-# 24 runs of ``oasis.replay.shipped.TRAINING``, docs/replay.md "Session 7") and never on the evaluation split
-# (holdout-3). Session 6's prequential selection and duel (select_tau, duel_z) are options, off as shipped.
+# samples; no state's correction: carry_state 0); the calibration's intercept is never negative (a
+# crawler trap's relevance-0 pages must not out-realise their estimate). Every value was chosen on a training
+# split (the 24 runs of ``oasis.replay.shipped.TRAINING``; ``nonnegative`` for the reliability test's link
+# trap, docs/replay.md "Session 7") and never on the evaluation split (holdout-3). Session 6's prequential
+# selection and duel (select_tau, duel_z) are options, off as shipped.
 SHIPPED = ControllerConfig(
     state="generalising",
     prior="anchor",
