@@ -798,7 +798,8 @@ def _make_class() -> type:
             return doc
 
         def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
-            # as greedy-anchor: a better link raises b_i; the state is re-derived from that link
+            # a better link raises b_i (link_mean: every new link moves the mixed estimate, up or down); the
+            # state is re-derived from the estimate
             idx, docs = self.index, self.docs
             if idx.states[doc] == SEED_STATE:
                 return
