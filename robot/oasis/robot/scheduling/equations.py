@@ -137,30 +137,13 @@ def calibration(
     the estimate of a page with no evidence."""
     if n <= 0.0:
         return Calibration(0.0, 1.0, 1.0)
-    fit = _least_squares(n, sp, sa, sy, spp, saa, spa, spy, say, w_min=w_min, prior=prior, common=common)
-    if fit.a >= 0.0 or not nonnegative:
-        return fit
-    # relevance is never negative, so neither is the estimate of a page with no evidence (p = a = 0): the
-    # least squares through the origin (raw second moments), the same floors and prior
-    return _least_squares(n, 0.0, 0.0, 0.0, spp, saa, spa, spy, say, w_min=w_min, prior=prior, common=common)
-
-
-def _least_squares(
-    n: float,
-    sp: float,
-    sa: float,
-    sy: float,
-    spp: float,
-    saa: float,
-    spa: float,
-    spy: float,
-    say: float,
-    *,
-    w_min: float,
-    prior: float,
-    common: bool,
-) -> Calibration:
-    """:func:`calibration`'s fit; with the first-moment sums zero it is the fit through the origin (a = 0)."""
+    if nonnegative:
+        fit = calibration(n, sp, sa, sy, spp, saa, spa, spy, say, w_min=w_min, prior=prior, common=common)
+        if fit.a >= 0.0:
+            return fit
+        # relevance is never negative, so neither is the estimate of a page with no evidence (p = a = 0): the
+        # same fit with the first-moment sums zero is the least squares through the origin (a = 0)
+        return calibration(n, 0.0, 0.0, 0.0, spp, saa, spa, spy, say, w_min=w_min, prior=prior, common=common)
     mp, ma, my = sp / n, sa / n, sy / n
     vpp, vaa, vpa = spp / n - mp * mp, saa / n - ma * ma, spa / n - mp * ma
     vpy, vay = spy / n - mp * my, say / n - ma * my
