@@ -126,30 +126,28 @@ class GreedyAnchorMeanController(GreedyAnchorController):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self._best: dict[int, float] = {}
-        self._sum: dict[int, float] = {}
+        self._sum: dict[int, float] = {}  # the sum of p + a over the document's links (the best is ``_tie``)
         self._n: dict[int, int] = {}
 
     def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
         if ctx.parent_url is not None:
-            b = ctx.parent_relevance + ctx.anchor_relevance
-            self._best[doc], self._sum[doc], self._n[doc] = b, b, 1
+            self._sum[doc], self._n[doc] = ctx.parent_relevance + ctx.anchor_relevance, 1
         return super()._key_for(doc, ctx)
 
     def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
         if doc not in self._n:  # a seed
             return
         b = parent_rel + anchor_rel
-        best = self._best[doc] = max(self._best[doc], b)
+        tie = max(self._tie[doc], b)  # the best link's p + a: greedy-anchor's key and the shared tie-break
         total = self._sum[doc] = self._sum[doc] + b
         n = self._n[doc] = self._n[doc] + 1
         k = ANCHOR_MEAN_WEIGHT
-        primary = (1.0 - k) * best + k * total / n
-        tie = max(self._tie[doc], b)
+        primary = (1.0 - k) * tie + k * total / n
         key = primary + TIE_WEIGHT * tie
         docs = self.docs
+        self._tie[doc] = tie
         if key != docs.key[doc]:
-            self._primary[doc], self._tie[doc], docs.key[doc] = primary, tie, key
+            self._primary[doc], docs.key[doc] = primary, key
             self._fringe.push(doc, key, docs.host_id[doc])
 
 
