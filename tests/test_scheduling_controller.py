@@ -126,6 +126,23 @@ def test_whittle_first_updates_hand_worked() -> None:
     assert ctl.q.get(f"p:{A}", 1) == pytest.approx(0.2)
 
 
+@pytest.mark.parametrize(("weight", "expected"), [(1.0, 0.5), (0.25, 0.275), (0.0, 0.2)])
+def test_state_child_weight_scales_the_eq10_bonus_by_hand(weight: float, expected: float) -> None:
+    """The state index's Eq. 10 sample weighs the children's summed values by ``state_child_weight`` (1: the
+    paper as written): seed A (reward .4) discovers B and C, both in state p:A whose row is preset to
+    Q(p:A) = (.3, .6), so the summed bonus is .6 + .6 = 1.2 and Q(seed, 1) = .5 (.4 + .5 (0 + w 1.2))."""
+    q = QTable(0.0)
+    q.put(f"p:{A}", (0.3, 0.6, 1.0))
+    cfg = ControllerConfig(state="parent", alpha=0.5, gamma=0.5, prior="zero", state_child_weight=weight)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg, q=q)
+    ctl.add_seeds([A])
+    assert ctl.next_batch(1, 0.0) == [A]
+    ctl.report(FetchOutcome(A, "new", 0.4, links(B, C)), 0.0)
+    assert q.get("seed", 1) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="state_child_weight"):
+        ControllerConfig(state_child_weight=-0.1)
+
+
 def test_learning_over_traversals_finds_the_hub() -> None:
     """A hub with low relevance leads to 5 relevant pages; a decoy with higher relevance leads nowhere.
     After a few traversals the learned index must fetch the hub before the decoy; greedy never does."""

@@ -102,6 +102,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default=SHIPPED.child_weight,
         help="residual: weight of the children in Eq. 10",
     )
+    p.add_argument(
+        "--state-child-weight",
+        type=float,
+        default=SHIPPED.state_child_weight,
+        help="state index (whittle:parent, url, hybrid): weight of the children in Eq. 10 (1: as written)",
+    )
     p.add_argument("--w-min", type=float, default=SHIPPED.w_min, help="residual: floor of the slope on b")
     p.add_argument(
         "--carry", type=float, default=SHIPPED.carry, help="residual: visits a shipped table counts"
@@ -212,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
             index=args.index,
             shrink=args.shrink,
             child_weight=args.child_weight,
+            state_child_weight=args.state_child_weight,
             carry=args.carry,
             carry_state=args.carry_state,
             fit_prior=args.fit_prior,

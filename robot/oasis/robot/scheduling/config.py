@@ -40,6 +40,11 @@ class ControllerConfig:
     shrink: float = 10.0  # residual: pseudo-samples at c = 0 (empirical-Bayes shrinkage of c(x))
     w_min: float = 0.1  # residual: floor of the pooled calibration's slope on b
     child_weight: float = 1.0  # residual: weight of the children's values in Eq. 10's sample (1: as written)
+    # the state index (every state but the residual index's: parent, url, hybrid; generalising with index
+    # "state"): the same weight of the children's values in its Eq. 10 sample (1: as written). A small one
+    # lets a memorising state rank a page by its own realised relevance, the children breaking near-ties
+    # (docs/replay.md "Session 8")
+    state_child_weight: float = 1.0
     carry: float = 50.0  # residual: visits a shipped table counts at most per state on a new web
     # the table a robot starts from when none is given: "empty" or "shipped" (the package's trained table)
     start: str = "empty"
@@ -105,6 +110,8 @@ class ControllerConfig:
             raise ValueError(f"index must be 'state' or 'residual', got {self.index!r}")
         if self.shrink < 0.0 or self.child_weight < 0.0 or self.carry < 0.0 or self.w_min <= 0.0:
             raise ValueError("shrink, child_weight and carry must be >= 0 and w_min > 0")
+        if self.state_child_weight < 0.0:
+            raise ValueError(f"state_child_weight must be >= 0, got {self.state_child_weight}")
         if not 0.0 <= self.link_mean <= 1.0:
             raise ValueError(f"link_mean must be in [0, 1], got {self.link_mean}")
         if self.fit_prior < 0.0 or self.dir_weight < 0.0 or self.dir_shrink < 0.0:
@@ -129,14 +136,16 @@ class ControllerConfig:
 # the generalising state (4 parent-relevance bins, 2 anchor bins, depth), the residual index (its estimate of
 # a fringe page: the best in-link's parent + anchor relevance mixed half and half with their mean over every
 # retrieved page linking to it, under a pooled linear calibration whose two slopes are shrunk towards one with
-# 128 pseudo-samples; plus a state's correction c(x) shrunk with 300 pseudo-samples and half the URL
+# 1000 pseudo-samples; plus a state's correction c(x) shrunk with 300 pseudo-samples and half the URL
 # directory's d(D) shrunk with 100), no child term, and the Q-table trained on the training split (package
 # data scheduling/shipped_q.json), of which only the pooled calibration carries to a new web (counted as 10
 # samples; no state's correction: carry_state 0); the calibration's intercept is never negative (a
 # crawler trap's relevance-0 pages must not out-realise their estimate). Every value was chosen on a training
 # split (the 24 runs of ``oasis.replay.shipped.TRAINING``; ``nonnegative`` for the reliability test's link
 # trap, docs/replay.md "Session 7") and never on the evaluation split (holdout-3). Session 6's prequential
-# selection and duel (select_tau, duel_z) are options, off as shipped.
+# selection and duel (select_tau, duel_z) are options, off as shipped. The memorising states run on the same
+# parameters (``whittle:hybrid``) weigh the children's values in Eq. 10 by 0.02 (session 8, chosen on the
+# same 24 runs: docs/replay.md "Session 8").
 SHIPPED = ControllerConfig(
     state="generalising",
     prior="anchor",
@@ -146,9 +155,10 @@ SHIPPED = ControllerConfig(
     index="residual",
     shrink=300.0,
     child_weight=0.0,
+    state_child_weight=0.02,
     carry=10.0,
     carry_state=0.0,
-    fit_prior=128.0,
+    fit_prior=1000.0,
     dir_weight=0.5,
     dir_shrink=100.0,
     link_mean=0.5,

@@ -38,6 +38,7 @@ class WhittleLearning:
         # the config is frozen: its Eq. 10 parameters, read per fetch, as attributes
         self._learning, self._alpha, self._gamma = cfg.learn, cfg.alpha, cfg.gamma
         self._alpha_passive = cfg.alpha_passive
+        self._child_weight = cfg.state_child_weight
         self._table = table
         q_table = q if q is not None else QTable(cfg.q_init)
         self.prior = cfg.prior in ("parent", "anchor")
@@ -201,6 +202,8 @@ class WhittleLearning:
             else:  # max(crow[0], crow[1]) (the first of equals, as max returns it)
                 p, a = crow[0], crow[1]
                 bonus += a if a > p else p
+        if self._child_weight != 1.0:  # (Eq. 10 as written: the sum itself, the same bits)
+            bonus *= self._child_weight
         xs: tuple[str, ...] = (state,)
         if self.hybrid:
             if was_fringe:
