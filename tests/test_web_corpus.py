@@ -282,6 +282,8 @@ def test_experiment_corpora_are_known_but_not_part_of_all(
         "python-tornado-doc",
         "python-kombu-doc",
         "python-pymongo-doc",
+        "python-gevent-doc",
+        "python-cherrypy3-doc",
     ]
     for name in experiment:
         absent = replace(DEBIAN_CORPORA[name], root=tmp_path / "absent")

@@ -131,6 +131,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             base_url="http://pymongo.docs.local/",
             experiment=True,
         ),
+        # holdout-4 (session 8), fixed before any evaluation run: docs/replay.md "Session 8"
+        DebianCorpus(
+            name="python-gevent-doc",
+            package="python-gevent-doc",
+            root=DOC_ROOT / "python-gevent-doc" / "html",
+            base_url="http://gevent.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-cherrypy3-doc",
+            package="python-cherrypy3-doc",
+            root=DOC_ROOT / "python-cherrypy3-doc" / "html",
+            base_url="http://cherrypy.docs.local/",
+            experiment=True,
+        ),
     )
 }
 ALL = "all"
