@@ -108,10 +108,9 @@ class ControllerConfig:
             raise ValueError(f"rediscovery must be 'keep' or 'restate', got {self.rediscovery!r}")
         if self.index not in ("state", "residual"):
             raise ValueError(f"index must be 'state' or 'residual', got {self.index!r}")
-        if self.shrink < 0.0 or self.child_weight < 0.0 or self.carry < 0.0 or self.w_min <= 0.0:
-            raise ValueError("shrink, child_weight and carry must be >= 0 and w_min > 0")
-        if self.state_child_weight < 0.0:
-            raise ValueError(f"state_child_weight must be >= 0, got {self.state_child_weight}")
+        weights = (self.shrink, self.child_weight, self.state_child_weight, self.carry)
+        if any(w < 0.0 for w in weights) or self.w_min <= 0.0:
+            raise ValueError("shrink, child_weight, state_child_weight and carry must be >= 0 and w_min > 0")
         if not 0.0 <= self.link_mean <= 1.0:
             raise ValueError(f"link_mean must be in [0, 1], got {self.link_mean}")
         if self.fit_prior < 0.0 or self.dir_weight < 0.0 or self.dir_shrink < 0.0:

@@ -202,8 +202,7 @@ class WhittleLearning:
             else:  # max(crow[0], crow[1]) (the first of equals, as max returns it)
                 p, a = crow[0], crow[1]
                 bonus += a if a > p else p
-        if self._child_weight != 1.0:  # (Eq. 10 as written: the sum itself, the same bits)
-            bonus *= self._child_weight
+        bonus *= self._child_weight  # (x 1.0 is exact: Eq. 10 as written keeps the sum's bits)
         xs: tuple[str, ...] = (state,)
         if self.hybrid:
             if was_fringe:
