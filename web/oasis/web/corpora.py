@@ -10,7 +10,8 @@
   ``python-celery-doc`` (/usr/share/doc/python-celery-doc/html at http://celery.docs.local/); issue 10's
   widened training split (session 6): ``python-pytest-doc`` (http://pytest.docs.local/) and
   ``python-distributed-doc`` (http://distributed.docs.local/); issue 10's holdout-2 split (session 6):
-  ``python-scrapy-doc`` (http://scrapy.docs.local/) and ``python-tornado-doc`` (http://tornado.docs.local/),
+  ``python-scrapy-doc`` (http://scrapy.docs.local/) and ``python-tornado-doc`` (http://tornado.docs.local/);
+  holdout-3 to holdout-5 (sessions 7-9): kombu, pymongo, gevent, cherrypy3, pil and sphinx-doc,
   each at /usr/share/doc/PACKAGE/html.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
@@ -144,6 +145,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-cherrypy3-doc",
             root=DOC_ROOT / "python-cherrypy3-doc" / "html",
             base_url="http://cherrypy.docs.local/",
+            experiment=True,
+        ),
+        # holdout-5 (session 9), fixed before any evaluation run: docs/replay.md "Session 9"
+        DebianCorpus(
+            name="python-pil-doc",
+            package="python-pil-doc",
+            root=DOC_ROOT / "python-pil-doc" / "html",
+            base_url="http://pillow.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="sphinx-doc",
+            package="sphinx-doc",
+            root=DOC_ROOT / "sphinx-doc" / "html",
+            base_url="http://sphinx.docs.local/",
             experiment=True,
         ),
     )
