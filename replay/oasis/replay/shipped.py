@@ -56,6 +56,15 @@ TRAINING = (
     ("debian:python-scrapy-doc", "downloader middleware spider middleware"),
     ("debian:python-tornado-doc", "websocket httpserver httpclient http headers"),
     ("debian:python-tornado-doc", "coroutines locks queues synchronization"),
+    # session 9: holdout-3 (session 7) and holdout-4 (session 8) have been seen (holdout-5 is the new one)
+    ("debian:python-kombu-doc", "connections transports producers consumers"),
+    ("debian:python-kombu-doc", "serialization connection producer pools automatic failover"),
+    ("debian:python-pymongo-doc", "tls ssl client side field level encryption"),
+    ("debian:python-pymongo-doc", "migration guide compatibility policy deprecations"),
+    ("debian:python-gevent-doc", "monkey patching event loop cooperative multitasking timeouts"),
+    ("debian:python-gevent-doc", "name resolution dns monitoring debugging profiling"),
+    ("debian:python-cherrypy3-doc", "configure deploy installation"),
+    ("debian:python-cherrypy3-doc", "extend testing"),
 )
 
 
