@@ -479,6 +479,26 @@ def test_training_split_tool_measures_against_greedy_anchor(tmp_path: Path) -> N
     assert rows[FIT[0]][0] > 1000 and any(k.startswith("g:") for k in rows)
 
 
+def test_hindsight_ceiling_by_hand() -> None:
+    """``compare --ceiling``: per run the best configuration in hindsight; a run where even that best is not
+    ahead of greedy-anchor (<= 0) is behind under every rule that picks among them."""
+    from oasis.replay.shipped import hindsight_ceiling
+
+    rows = [
+        {"t1_vs_greedy_anchor": [1.0, -2.0, 0.0, -0.5]},
+        {"t1_vs_greedy_anchor": [0.5, -1.0, 0.0, 3.0]},
+        {"t1_vs_greedy_anchor": [1.0, -3.0, -0.1, 2.0]},
+    ]
+    ceiling = hindsight_ceiling(rows)
+    assert ceiling["best"] == [1.0, -1.0, 0.0, 3.0]
+    assert ceiling["config"] == [0, 1, 0, 1]  # the first configuration among equals
+    assert ceiling["behind"] == [1, 2] and ceiling["ahead"] == 2  # level (0.0) is not ahead
+    with pytest.raises(ValueError, match="no configurations"):
+        hindsight_ceiling([])
+    with pytest.raises(ValueError):  # runs misaligned between configurations
+        hindsight_ceiling([{"t1_vs_greedy_anchor": [1.0]}, {"t1_vs_greedy_anchor": [1.0, 2.0]}])
+
+
 # -- the per-state fringe against plain references: the same decisions ---------------------------------------
 
 

@@ -140,11 +140,13 @@ class ControllerConfig:
 # data scheduling/shipped_q.json), of which only the pooled calibration carries to a new web (counted as 10
 # samples; no state's correction: carry_state 0); the calibration's intercept is never negative (a
 # crawler trap's relevance-0 pages must not out-realise their estimate). Every value was chosen on a training
-# split (the 24 runs of ``oasis.replay.shipped.TRAINING``; ``nonnegative`` for the reliability test's link
-# trap, docs/replay.md "Session 7") and never on an evaluation split (holdout-3; since session 8, holdout-4).
-# Session 6's prequential selection and duel (select_tau, duel_z) are options, off as shipped. The memorising
-# states run on the same parameters (``whittle:hybrid``) weigh the children's values in Eq. 10 by 0.02
-# (session 8, chosen on the same 24 runs: docs/replay.md "Session 8").
+# split (the first 24 runs of ``oasis.replay.shipped.TRAINING``; ``nonnegative`` for the reliability test's
+# link trap, docs/replay.md "Session 7") and never on an evaluation split (holdout-3; since session 8,
+# holdout-4; holdout-5 was run once with this robot in session 9, which then looked at all 36 seen runs and
+# changed nothing: docs/replay.md "Session 9"). Session 6's prequential selection and duel (select_tau,
+# duel_z) are options, off as shipped. The memorising states run on the same parameters (``whittle:hybrid``)
+# weigh the children's values in Eq. 10 by 0.02 (session 8, chosen on the same 24 runs: docs/replay.md
+# "Session 8").
 SHIPPED = ControllerConfig(
     state="generalising",
     prior="anchor",
