@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oasis.replay.baselines import GreedyAnchorMeanController
+from oasis.replay.baselines import GreedyAnchorMeanController, GreedyAnchorShuffledController
 from oasis.replay.experiment import Experiment, ExperimentConfig, prepare
 from oasis.robot.__main__ import build_parser
 from oasis.robot.app import build_crawler, config_from_args
@@ -367,6 +367,55 @@ def test_greedy_anchor_mean_by_hand() -> None:
     assert _crawl_order(mean) == ["http://w/s", "http://w/x", "http://w/z", "http://w/y"]
     anchor = make_controller("greedy-anchor", rng=random.Random(0), config=PLAIN)
     assert _crawl_order(anchor) == ["http://w/s", "http://w/x", "http://w/y", "http://w/z"]
+
+
+def _star_order(ctl: Any) -> list[str]:
+    """Seed s (relevance .5) links to x (anchor .1: b .6) and to y1..y6 (anchor 0: b .5 each, exact ties); x
+    (relevance .2) links to y3 again (b .2, below its .5). Returns the fetch order."""
+    ys = [f"http://w/y{i}" for i in range(1, 7)]
+    pages: dict[str, tuple[float, list[tuple[str, float]]]] = {
+        "http://w/s": (0.5, [("http://w/x", 0.1)] + [(y, 0.0) for y in ys]),
+        "http://w/x": (0.2, [("http://w/y3", 0.0)]),
+    }
+    ctl.add_seeds(["http://w/s"])
+    order: list[str] = []
+    for step in range(8):
+        (url,) = ctl.next_batch(1, float(step))
+        rel, links = pages.get(url, (0.0, []))
+        ctl.report(FetchOutcome(url, "new", rel, [Discovered(u, "", a) for u, a in links]), float(step))
+        order.append(url)
+    return order
+
+
+def test_greedy_anchor_shuffled_breaks_only_exact_ties_at_random() -> None:
+    """greedy-anchor-shuffled keeps greedy-anchor's order between different p + a (s, then x at .6) and puts
+    the six exact ties (.5) in an order drawn by its rng: the same for one seed, different across seeds,
+    where greedy-anchor keeps discovery order (FIFO); a weaker second link (x -> y3 at .2) changes nothing."""
+    ys = [f"http://w/y{i}" for i in range(1, 7)]
+    anchor = make_controller("greedy-anchor", rng=random.Random(0), config=PLAIN)
+    assert _star_order(anchor) == ["http://w/s", "http://w/x", *ys]
+
+    def shuffled(seed: int) -> list[str]:
+        ctl = GreedyAnchorShuffledController(rng=random.Random(seed), config=PLAIN, recrawl_index=None)
+        return _star_order(ctl)
+
+    orders = [shuffled(seed) for seed in range(8)]
+    for order in orders:
+        assert order[:2] == ["http://w/s", "http://w/x"] and sorted(order[2:]) == ys
+    assert shuffled(3) == orders[3]
+    assert len({tuple(o) for o in orders}) > 2  # 720 orders of the ties: 8 draws repeat one with p < 4%
+    assert any(o[2:] != ys for o in orders)
+
+
+def test_greedy_anchor_shuffled_reports_its_spread(small_web: object) -> None:
+    """Like ``random``, ``greedy-anchor-shuffled`` is the mean of ``random_runs`` runs with their spread; with
+    its ties shuffled it is not greedy-anchor's own P on a web that has ties."""
+    cfg = ExperimentConfig(policies=("greedy-anchor", "greedy-anchor-shuffled"), traversals=1, random_runs=4)
+    pol = Experiment(small_web, cfg).run()["policies"]  # type: ignore[arg-type]
+    entry = pol["greedy-anchor-shuffled"]
+    assert entry["runs"] == 4
+    assert entry["P_ratio_min"] <= entry["P_ratio"][0] <= entry["P_ratio_max"]
+    assert entry["P_ratio_std"] > 0.0 and entry["P_ratio_min"] < entry["P_ratio_max"]
 
 
 def test_greedy_anchor_dir_is_a_fixed_rule_baseline(small_web: object) -> None:

@@ -14,6 +14,9 @@
 * ``greedy-anchor-mean`` (:class:`GreedyAnchorMeanController`): greedy-anchor whose key mixes the best link's
   parent + anchor relevance with their mean over every retrieved page linking to the document (weights .5,
   fixed): the non-learning baseline of the in-link evidence the shipped robot's estimate uses (session 7).
+* ``greedy-anchor-shuffled`` (:class:`GreedyAnchorShuffledController`): greedy-anchor with its exact ties in a
+  random order instead of discovery order; run ``--random-runs`` times, its spread is how much a web's
+  first-traversal P depends on the order among pages this evidence cannot tell apart (session 9).
 """
 
 from __future__ import annotations
@@ -151,8 +154,47 @@ class GreedyAnchorMeanController(GreedyAnchorController):
             self._fringe.push(doc, key, docs.host_id[doc])
 
 
+TIE_SHUFFLE = 1e-3  # greedy-anchor-shuffled's jitter in the tie-break term (x TIE_WEIGHT: ~1e-10 of the key)
+
+
+class GreedyAnchorShuffledController(GreedyAnchorController):
+    """greedy-anchor whose exact ties are broken at random: a fringe document's tie-break term is its best
+    ``p + a`` plus a uniform draw in ``[0, TIE_SHUFFLE)`` made once per document (the controller's rng), so
+    documents of equal ``p + a`` -- the siblings of one parent with no topic words in their anchors, most
+    links of a documentation page -- go in a random order instead of the order they were discovered in, and
+    documents of different ``p + a`` keep greedy-anchor's order (a primary difference below ~1e-10 aside).
+    Run many times (``--random-runs``), the spread of its P measures how much a first traversal's P depends on
+    choices this evidence does not inform: the noise floor a learner's margin over greedy-anchor is read
+    against."""
+
+    name = "greedy-anchor-shuffled"
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._jitter = self.docs.column("d")
+
+    def _key_for(self, doc: int, ctx: DiscoveryContext) -> float:
+        key = super()._key_for(doc, ctx)
+        if ctx.parent_url is None:
+            return key
+        self._jitter[doc] = jitter = self.rng.random() * TIE_SHUFFLE
+        self._tie[doc] += jitter
+        return key + TIE_WEIGHT * jitter
+
+    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
+        docs = self.docs
+        b = parent_rel + anchor_rel
+        primary = max(self._primary[doc], b)
+        tie = max(self._tie[doc], b + self._jitter[doc])  # the document's own draw: one order per document
+        key = primary + TIE_WEIGHT * tie
+        if key > docs.key[doc]:
+            self._primary[doc], self._tie[doc], docs.key[doc] = primary, tie, key
+            self._fringe.push(doc, key, docs.host_id[doc])
+
+
 # the replay's own best-first baselines (not robot policies), by policy name
 REPLAY_BASELINES: dict[str, type[GreedyAnchorController]] = {
     "greedy-anchor-dir": GreedyAnchorDirController,
     "greedy-anchor-mean": GreedyAnchorMeanController,
+    "greedy-anchor-shuffled": GreedyAnchorShuffledController,
 }

@@ -60,14 +60,17 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--policies",
         default="upper,random,bfs,greedy-oracle,greedy-parent,greedy-anchor,whittle:parent,whittle:hybrid",
         help="comma-separated: upper, random, bfs, greedy-oracle, greedy-parent, greedy-anchor, "
-        "greedy-anchor-dir, greedy-anchor-mean, greedy-lookahead, whittle, whittle:STATE; on a changing web "
+        "greedy-anchor-dir, greedy-anchor-mean, greedy-anchor-shuffled, greedy-lookahead, whittle, "
+        "whittle:STATE; on a changing web "
         "each optionally +RECRAWL (none, whittle, uniform, adaptive, or whittle-true: the Whittle hook with "
         "the true rates, a reference)",
     )
     p.add_argument("--traversals", type=int, default=10, help="traversals of the graph for learning policies")
     p.add_argument("--budget", type=int, default=None, help="fetches per run (default: all reachable pages)")
     p.add_argument("--m", type=int, default=1, help="documents fetched per time step")
-    p.add_argument("--random-runs", type=int, default=10, help="runs averaged for the random baseline")
+    p.add_argument(
+        "--random-runs", type=int, default=10, help="runs averaged for random and greedy-anchor-shuffled"
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument(
         "--state", default=SHIPPED.state, choices=STATE_NAMES, help="local state for 'whittle' (as shipped)"

@@ -52,10 +52,20 @@ BASELINES = (
     "greedy-anchor",
     "greedy-anchor-dir",
     "greedy-anchor-mean",
+    "greedy-anchor-shuffled",
     "greedy-lookahead",
 )
 # non-learning baselines that see only what the robot sees (no oracle): the ones a learner is judged against
-PRACTICAL = ("random", "bfs", "greedy-parent", "greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")
+PRACTICAL = (
+    "random",
+    "bfs",
+    "greedy-parent",
+    "greedy-anchor",
+    "greedy-anchor-dir",
+    "greedy-anchor-mean",
+    "greedy-anchor-shuffled",
+)
+SHUFFLED = ("random", "greedy-anchor-shuffled")  # policies drawn at random: the mean of ``random_runs`` runs
 
 # states keyed on a URL (the document's own, or its parent's): they memorise one graph rather than generalise
 MEMORISING_STATES = ("parent", "url", "hybrid")
@@ -322,7 +332,7 @@ class Experiment:
             fringe = split_policy(p)[0]
             if fringe == "upper":
                 continue
-            elif fringe == "random":
+            elif fringe in SHUFFLED:
                 n += self.steps * self.config.random_runs
             elif is_learning(p):
                 n += self.steps * self.config.traversals
@@ -453,8 +463,8 @@ class Experiment:
             if fringe == "upper":
                 entry = _summary(upper_result, p_upper, cfg)
                 entry["P_ratio"] = [entry["P_ratio"]]
-            elif fringe == "random":
-                runs = [self._run("random", recrawl=rc) for _ in range(cfg.random_runs)]
+            elif fringe in SHUFFLED:
+                runs = [self._run(fringe, recrawl=rc) for _ in range(cfg.random_runs)]
                 ratios = [r.P / p_upper for r in runs]
                 entry = _summary(runs[0], p_upper, cfg)
                 entry.update(
