@@ -528,6 +528,26 @@ def test_training_split_tool_measures_against_greedy_anchor(tmp_path: Path) -> N
     assert rows[FIT[0]][0] > 1000 and any(k.startswith("g:") for k in rows)
 
 
+def test_tie_noise_tool_measures_the_shipped_robot_against_shuffled_ties(tmp_path: Path) -> None:
+    """``python -m oasis.replay.shipped noise``: the robot's margin is the one ``compare`` measures from the
+    shipped table; the shuffled ties' spread brackets their mean; the table, JSON and PNG are written; a
+    spread of one draw is refused."""
+    from oasis.replay.shipped import compare, main, tie_noise
+
+    (row,) = tie_noise([0], shuffles=3)
+    table = shipped_table(SHIPPED.carry, SHIPPED.carry_state)
+    (cmp,) = compare([replace(SHIPPED, start="empty")], 1, table, [0])
+    assert row["robot"] == pytest.approx(cmp["t1_vs_greedy_anchor"][0], abs=1e-9)
+    assert row["shuffled_min"] <= row["shuffled_mean"] <= row["shuffled_max"]
+    assert row["shuffled_sd"] >= 0.0
+    assert main(["noise", "--out", str(tmp_path), "--shuffles", "2", "--runs", "0"]) == 0
+    saved = json.loads((tmp_path / "noise.json").read_text(encoding="utf-8"))
+    assert [r["run"] for r in saved] == [0] and saved[0]["robot"] == pytest.approx(row["robot"])
+    assert (tmp_path / "noise.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit):
+        main(["noise", "--out", str(tmp_path), "--shuffles", "1", "--runs", "0"])
+
+
 def test_hindsight_ceiling_by_hand() -> None:
     """``compare --ceiling``: per run the best configuration in hindsight; a run where even that best is not
     ahead of greedy-anchor (<= 0) is behind under every rule that picks among them."""

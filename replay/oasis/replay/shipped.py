@@ -13,6 +13,11 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
+    python -m oasis.replay.shipped noise --out DIR [--shuffles 20] [--runs ...]
+        per run, the robot as shipped and greedy-anchor-shuffled (its exact ties in a random order, the mean
+        and spread of --shuffles runs) against greedy-anchor's first traversal: how much of a run's P the
+        order among pages the evidence cannot tell apart decides (:func:`tie_noise`); a table, noise.json
+        and noise.png in DIR
 """
 
 from __future__ import annotations
@@ -152,6 +157,41 @@ def hindsight_ceiling(rows: list[dict[str, Any]], key: str = "t1_vs_greedy_ancho
     return {"best": best, "config": which, "behind": behind, "ahead": len(best) - len(behind)}
 
 
+def tie_noise(runs: list[int], shuffles: int = 20) -> list[dict[str, Any]]:
+    """Per training run: the first traversal of the robot as shipped (``whittle``) and of
+    ``greedy-anchor-shuffled`` over ``shuffles`` random tie orders, as raw P over greedy-anchor's (%): the
+    shuffled mean, standard deviation, min and max, and the robot's margin in standard deviations."""
+    out: list[dict[str, Any]] = []
+    for i in runs:
+        corpus, topic = TRAINING[i]
+        policies = ("greedy-anchor", "greedy-anchor-shuffled", "whittle")
+        cfg = ExperimentConfig(policies=policies, traversals=1, random_runs=shuffles)
+        result = Experiment(_prepare(corpus, topic), cfg).run()
+        pol, upper = result["policies"], result["upper_P"]
+        ga = float(pol["greedy-anchor"]["P"][0])
+        sh = pol["greedy-anchor-shuffled"]
+
+        def pct(p: float, ga: float = ga) -> float:
+            return 100.0 * (p / ga - 1.0)
+
+        sd = 100.0 * float(sh["P_ratio_std"]) * upper / ga
+        robot = pct(float(pol["whittle"]["P"][0]))
+        row = {
+            "run": i,
+            "corpus": corpus,
+            "topic": topic,
+            "robot": robot,
+            "shuffled_mean": pct(float(sh["P"][0] if isinstance(sh["P"], list) else sh["P"])),
+            "shuffled_sd": sd,
+            "shuffled_min": pct(float(sh["P_ratio_min"]) * upper),
+            "shuffled_max": pct(float(sh["P_ratio_max"]) * upper),
+            "robot_in_sd": robot / sd if sd > 0 else None,
+        }
+        out.append(row)
+        logger.info("%d %s %r: robot %+.2f%%, shuffled ties sd %.2f%%", i, corpus, topic, robot, sd)
+    return out
+
+
 def train(config: ControllerConfig, traversals: int, runs: list[int]) -> QTable:
     """One table learned over the training runs in order, ``traversals`` each, from an empty table; each
     web's directory and prequential rows (web-specific) are dropped before the next web."""
@@ -181,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
     c.add_argument("--cv", action="store_true")
     c.add_argument("--ceiling", action="store_true", help="also print the per-run best in hindsight")
+    n = sub.add_parser("noise")
+    n.add_argument("--out", required=True, help="folder for noise.json and noise.png")
+    n.add_argument("--shuffles", type=int, default=20)
+    n.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
     t = sub.add_parser("train")
     t.add_argument("config", nargs="?", default="{}")
     t.add_argument("--out", required=True)
@@ -193,6 +237,26 @@ def main(argv: list[str] | None = None) -> int:
     runs = [int(x) for x in args.runs.split(",")]
     if args.command == "train":
         train(_config(args.config), args.traversals, runs).save(args.out)
+        return 0
+    if args.command == "noise":
+        if args.shuffles < 2:
+            parser.error("--shuffles must be >= 2 (a spread needs two draws)")
+        from pathlib import Path
+
+        from oasis.replay.plots import plot_tie_noise
+
+        rows = tie_noise(runs, args.shuffles)
+        folder = Path(args.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "noise.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        plot_tie_noise(rows, folder / "noise.png")
+        print("run | robot % | shuffled ties: mean % | sd % | min % | max % | robot / sd")
+        for r in rows:
+            in_sd = "-" if r["robot_in_sd"] is None else f"{r['robot_in_sd']:+.1f}"
+            print(
+                f"{r['run']} {r['corpus']} {r['topic']!r} | {r['robot']:+.2f} | {r['shuffled_mean']:+.2f} | "
+                f"{r['shuffled_sd']:.2f} | {r['shuffled_min']:+.2f} | {r['shuffled_max']:+.2f} | {in_sd}"
+            )
         return 0
     table = QTable.load(args.table) if args.table else None
     configs = [_config(text) for text in args.configs]
