@@ -181,15 +181,8 @@ class GreedyAnchorShuffledController(GreedyAnchorController):
         self._tie[doc] += jitter
         return key + TIE_WEIGHT * jitter
 
-    def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
-        docs = self.docs
-        b = parent_rel + anchor_rel
-        primary = max(self._primary[doc], b)
-        tie = max(self._tie[doc], b + self._jitter[doc])  # the document's own draw: one order per document
-        key = primary + TIE_WEIGHT * tie
-        if key > docs.key[doc]:
-            self._primary[doc], self._tie[doc], docs.key[doc] = primary, tie, key
-            self._fringe.push(doc, key, docs.host_id[doc])
+    def _rediscovered_tie(self, doc: int, parent_rel: float, anchor_rel: float) -> float:
+        return parent_rel + anchor_rel + self._jitter[doc]  # the document's own draw: one order per document
 
 
 # the replay's own best-first baselines (not robot policies), by policy name

@@ -129,6 +129,14 @@ def write_plots(results: dict[str, Any], out: Path, prefix: str = "") -> list[Pa
     return [q for q in paths if q.exists()]
 
 
+def _run_label(row: dict[str, Any]) -> str:
+    """``run corpus topic`` of a training run, short: a synthetic web by its seed, a Debian corpus by name."""
+    corpus = str(row["corpus"])
+    synthetic = corpus.startswith("synthetic")
+    name = "synthetic seed " + corpus.rsplit("=", 1)[-1] if synthetic else corpus.split(":")[-1]
+    return f"{row['run']} {name[:22]} {str(row['topic'])[:24]}"
+
+
 def plot_tie_noise(rows: list[dict[str, Any]], path: Path) -> None:
     """Per training run (``oasis.replay.shipped.tie_noise``): the shipped robot's first-traversal margin over
     greedy-anchor (dot) against greedy-anchor-shuffled's spread (bar: mean +- 2 sd; line: min to max), %."""
@@ -142,14 +150,7 @@ def plot_tie_noise(rows: list[dict[str, Any]], path: Path) -> None:
         ax.plot(r["robot"], y, "o", ms=4, color="tab:blue" if r["robot"] > 0 else "tab:red")
     ax.axvline(0.0, color="black", lw=0.8)
     ax.set_yticks(ys)
-    def label(r: dict[str, Any]) -> str:
-        corpus = str(r["corpus"])
-        synthetic = corpus.startswith("synthetic")
-        name = "synthetic seed " + corpus.rsplit("=", 1)[-1] if synthetic else corpus.split(":")[-1]
-        return f"{r['run']} {name[:22]} {str(r['topic'])[:24]}"
-
-    labels = [label(r) for r in rows]
-    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_yticklabels([_run_label(r) for r in rows], fontsize=7)
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlabel("first traversal's raw P vs greedy-anchor's (%)")
     ax.set_title(

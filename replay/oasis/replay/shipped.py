@@ -181,7 +181,7 @@ def tie_noise(runs: list[int], shuffles: int = 20) -> list[dict[str, Any]]:
             "corpus": corpus,
             "topic": topic,
             "robot": robot,
-            "shuffled_mean": pct(float(sh["P"][0] if isinstance(sh["P"], list) else sh["P"])),
+            "shuffled_mean": pct(float(sh["P"][0])),
             "shuffled_sd": sd,
             "shuffled_min": pct(float(sh["P_ratio_min"]) * upper),
             "shuffled_max": pct(float(sh["P_ratio_max"]) * upper),

@@ -542,10 +542,14 @@ class _TieBrokenController(_KeyedController):
     def _rediscovered_primary(self, doc: int, parent_rel: float, anchor_rel: float) -> float:
         return self._primary[doc]
 
+    def _rediscovered_tie(self, doc: int, parent_rel: float, anchor_rel: float) -> float:
+        """The tie-break term a new link offers (kept if above the document's own): its ``p + a``."""
+        return parent_rel + anchor_rel
+
     def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
         docs = self.docs
         primary = max(self._primary[doc], self._rediscovered_primary(doc, parent_rel, anchor_rel))
-        tie = max(self._tie[doc], parent_rel + anchor_rel)
+        tie = max(self._tie[doc], self._rediscovered_tie(doc, parent_rel, anchor_rel))
         key = primary + TIE_WEIGHT * tie
         if key > docs.key[doc]:
             self._primary[doc], self._tie[doc], docs.key[doc] = primary, tie, key
