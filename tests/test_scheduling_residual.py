@@ -548,6 +548,32 @@ def test_tie_noise_tool_measures_the_shipped_robot_against_shuffled_ties(tmp_pat
         main(["noise", "--out", str(tmp_path), "--shuffles", "1", "--runs", "0"])
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["noise", "--out", "OUT", "--runs", "0,99"], "--runs must be in 0.."),  # no such training run
+        (["noise", "--out", "OUT", "--runs", "-1"], "--runs must be in 0.."),
+        (["compare", "--runs", "0,x"], "--runs must be comma-separated"),  # not a number
+        (["train", "--out", "OUT/q.json", "--runs", "999"], "--runs must be in 0.."),
+        (["noise", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),  # under a regular file
+    ],
+)
+def test_training_split_tool_refuses_bad_arguments_before_any_run(
+    argv: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A clumsy ``--runs`` or an ``--out`` that cannot be created is a usage error (exit 2, one line saying
+    why) before any replay runs, not a traceback after minutes of work; nothing is written."""
+    from oasis.replay.shipped import main
+
+    (tmp_path / "FILE").write_text("x", encoding="utf-8")
+    args = [a.replace("OUT", str(tmp_path / "out")).replace("FILE", str(tmp_path / "FILE")) for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_hindsight_ceiling_by_hand() -> None:
     """``compare --ceiling``: per run the best configuration in hindsight; a run where even that best is not
     ahead of greedy-anchor (<= 0) is behind under every rule that picks among them."""

@@ -234,7 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--runs", default="0,1,2,3,4")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    runs = [int(x) for x in args.runs.split(",")]
+    try:
+        runs = [int(x) for x in args.runs.split(",")]
+    except ValueError:
+        parser.error(f"--runs must be comma-separated run numbers, got {args.runs!r}")
+    if any(not 0 <= i < len(TRAINING) for i in runs):
+        parser.error(f"--runs must be in 0..{len(TRAINING) - 1} (the runs of TRAINING), got {args.runs!r}")
     if args.command == "train":
         train(_config(args.config), args.traversals, runs).save(args.out)
         return 0
@@ -245,9 +250,12 @@ def main(argv: list[str] | None = None) -> int:
 
         from oasis.replay.plots import plot_tie_noise
 
-        rows = tie_noise(runs, args.shuffles)
         folder = Path(args.out)
-        folder.mkdir(parents=True, exist_ok=True)
+        try:  # before the runs: an unwritable --out fails now, not after minutes of replays
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"cannot create --out {args.out!r}: {exc}")
+        rows = tie_noise(runs, args.shuffles)
         (folder / "noise.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
         plot_tie_noise(rows, folder / "noise.png")
         print("run | robot % | shuffled ties: mean % | sd % | min % | max % | robot / sd")
