@@ -291,9 +291,10 @@ def run(args: argparse.Namespace) -> int:
         experiment.q_tables[learners[0]].save(args.save_q)
     if args.out is not None:
         from oasis.replay.plots import write_plots
+        from oasis.runtime.files import write_json_atomic
 
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+        write_json_atomic(args.out / "results.json", results, indent=1)  # a kill mid-write keeps the old file
         for path in write_plots(results, args.out):
             logger.info("wrote %s", path)
     if args.json:

@@ -249,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         from pathlib import Path
 
         from oasis.replay.plots import plot_tie_noise
+        from oasis.runtime.files import write_json_atomic
 
         folder = Path(args.out)
         try:  # before the runs: an unwritable --out fails now, not after minutes of replays
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             parser.error(f"cannot create --out {args.out!r}: {exc}")
         rows = tie_noise(runs, args.shuffles)
-        (folder / "noise.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        write_json_atomic(folder / "noise.json", rows, indent=1)  # a kill mid-write keeps the previous file
         plot_tie_noise(rows, folder / "noise.png")
         print("run | robot % | shuffled ties: mean % | sd % | min % | max % | robot / sd")
         for r in rows:
