@@ -12,7 +12,8 @@
   ``python-distributed-doc`` (http://distributed.docs.local/); issue 10's holdout-2 split (session 6):
   ``python-scrapy-doc`` (http://scrapy.docs.local/) and ``python-tornado-doc`` (http://tornado.docs.local/);
   holdout-3 to holdout-5 (sessions 7-9): kombu, pymongo, gevent, cherrypy3, pil and sphinx-doc,
-  each at /usr/share/doc/PACKAGE/html.
+  each at /usr/share/doc/PACKAGE/html; holdout-6 (session 10): ``python-dask-doc`` and
+  ``python-fonttools-doc`` (at /usr/share/doc/fonttools/html).
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -160,6 +161,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="sphinx-doc",
             root=DOC_ROOT / "sphinx-doc" / "html",
             base_url="http://sphinx.docs.local/",
+            experiment=True,
+        ),
+        # holdout-6 (session 10), fixed before any evaluation run: docs/replay.md "Session 10"
+        DebianCorpus(
+            name="python-dask-doc",
+            package="python-dask-doc",
+            root=DOC_ROOT / "python-dask-doc" / "html",
+            base_url="http://dask.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-fonttools-doc",
+            package="python-fonttools-doc",
+            root=DOC_ROOT / "fonttools" / "html",  # the package installs its tree under fonttools/
+            base_url="http://fonttools.docs.local/",
             experiment=True,
         ),
     )
