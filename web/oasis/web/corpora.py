@@ -13,7 +13,8 @@
   ``python-scrapy-doc`` (http://scrapy.docs.local/) and ``python-tornado-doc`` (http://tornado.docs.local/);
   holdout-3 to holdout-5 (sessions 7-9): kombu, pymongo, gevent, cherrypy3, pil and sphinx-doc,
   each at /usr/share/doc/PACKAGE/html; holdout-6 (session 10): ``python-dask-doc`` and
-  ``python-fonttools-doc`` (at /usr/share/doc/fonttools/html).
+  ``python-fonttools-doc`` (at /usr/share/doc/fonttools/html); holdout-7 (session 10):
+  ``python-pygame-doc`` and ``python-flask-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -176,6 +177,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-fonttools-doc",
             root=DOC_ROOT / "fonttools" / "html",  # the package installs its tree under fonttools/
             base_url="http://fonttools.docs.local/",
+            experiment=True,
+        ),
+        # holdout-7 (session 10), fixed before any design work of session 10: docs/replay.md "Session 10"
+        DebianCorpus(
+            name="python-pygame-doc",
+            package="python-pygame-doc",
+            root=DOC_ROOT / "python-pygame-doc" / "html",
+            base_url="http://pygame.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-flask-doc",
+            package="python-flask-doc",
+            root=DOC_ROOT / "python-flask-doc" / "html",
+            base_url="http://flask.docs.local/",
             experiment=True,
         ),
     )
