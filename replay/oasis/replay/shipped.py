@@ -77,6 +77,11 @@ TRAINING = (
     ("debian:python-pil-doc", "imagefilter imageenhance imagechops channel operations"),
     ("debian:sphinx-doc", "extensions autodoc intersphinx"),
     ("debian:sphinx-doc", "templating jinja html theme development"),
+    # session 10: holdout-6 was run once with session 8's robot (unchanged) before any session-10 choice
+    ("debian:python-dask-doc", "dataframe groupby joins shuffling indexing"),
+    ("debian:python-dask-doc", "deploy clusters kubernetes docker ssh adaptive"),
+    ("debian:python-fonttools-doc", "variable fonts designspace varlib instancer interpolation"),
+    ("debian:python-fonttools-doc", "subset merge woff2 compression"),
 )
 
 
