@@ -517,11 +517,19 @@ def test_replay_whittle_starts_from_the_shipped_table(small_web: object) -> None
 
 def test_training_split_tool_measures_against_greedy_anchor(tmp_path: Path) -> None:
     """``python -m oasis.replay.shipped``: an untrained, non-learning residual robot is greedy-anchor (0%);
-    ``train`` writes a table that the residual index reads."""
+    with greedy-anchor-mean's in-link weight and no calibration or directory term it is greedy-anchor-mean
+    (0%), never ahead of the strongest same-evidence baseline; ``train`` writes a table that the residual
+    index reads."""
+    from oasis.replay.baselines import ANCHOR_MEAN_WEIGHT
     from oasis.replay.shipped import compare, main
 
     (row,) = compare([replace(EMPTY, learn=False, link_mean=0.0)], 1, None, [0])
     assert row["t1_vs_greedy_anchor"] == [0.0] and row["last_vs_t1"] == [0.0]
+    assert row["t1_vs_strongest_same_evidence"][0] <= 0.0
+    mean_rule = replace(EMPTY, learn=False, link_mean=ANCHOR_MEAN_WEIGHT, calibrate=False, dir_weight=0.0)
+    (row,) = compare([mean_rule], 1, None, [0])
+    assert row["t1_vs_greedy_anchor_mean"] == [0.0] and row["t1_vs_greedy_anchor"] != [0.0]
+    assert row["t1_vs_strongest_same_evidence"][0] <= 0.0
     out = tmp_path / "q.json"
     assert main(["train", "--out", str(out), "--traversals", "1", "--runs", "0"]) == 0
     rows = QTable.load(out).rows()

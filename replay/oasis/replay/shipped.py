@@ -5,7 +5,9 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
 
     python -m oasis.replay.shipped compare --traversals 3 [--table FILE] '{"shrink": 3}' ...
         per configuration (JSON overrides of SHIPPED, with ``start`` "empty" unless --table): on each training
-        run, the first traversal's raw P over greedy-anchor's and the last traversal's over the first (%);
+        run, the first traversal's raw P over greedy-anchor's, over greedy-anchor-dir's, greedy-anchor-mean's
+        and the strongest of the three (the non-learning baselines of the robot's evidence: the margin over
+        the strongest is what learning adds), and the last traversal's over the first (%);
         --table starts each run from that table capped at the configuration's ``carry``; --cv starts each
         run from a table trained (with the same configuration) on the other group of the training split
         (synthetic seeds 1-3 <-> postgresql-doc-15): a table carried to another relevance scale; --ceiling
@@ -115,14 +117,18 @@ def compare(
     *,
     cv: bool = False,
 ) -> list[dict[str, Any]]:
-    """Per configuration and training run: first traversal vs greedy-anchor and vs greedy-anchor-dir, last
-    vs first and the best later traversal vs the first (raw P, %)."""
+    """Per configuration and training run: first traversal vs greedy-anchor, vs greedy-anchor-dir, vs
+    greedy-anchor-mean and vs the strongest of the three on that run (the non-learning baselines of the
+    evidence the robot uses: its margin over that is what its learning adds), last vs first and the best
+    later traversal vs the first (raw P, %)."""
     prepared = {i: _prepare(*TRAINING[i]) for i in runs}
     anchor = {i: baseline_p(p) for i, p in prepared.items()}
     anchor_dir = {i: baseline_p(p, "greedy-anchor-dir") for i, p in prepared.items()}
+    anchor_mean = {i: baseline_p(p, "greedy-anchor-mean") for i, p in prepared.items()}
+    strongest = {i: max(anchor[i], anchor_dir[i], anchor_mean[i]) for i in prepared}
     out: list[dict[str, Any]] = []
     for config in configs:
-        first, first_dir, later, best = [], [], [], []
+        first, first_dir, first_mean, first_strongest, later, best = [], [], [], [], [], []
         tables: dict[int, QTable] = {}
         if cv:
             for group in CV_GROUPS:
@@ -135,12 +141,16 @@ def compare(
             ps = whittle_p(p, config, traversals, q)
             first.append(100.0 * (ps[0] / anchor[i] - 1.0))
             first_dir.append(100.0 * (ps[0] / anchor_dir[i] - 1.0))
+            first_mean.append(100.0 * (ps[0] / anchor_mean[i] - 1.0))
+            first_strongest.append(100.0 * (ps[0] / strongest[i] - 1.0))
             later.append(100.0 * (ps[-1] / ps[0] - 1.0))
             best.append(100.0 * (max(ps[1:]) / ps[0] - 1.0) if len(ps) > 1 else 0.0)
         out.append(
             {
                 "t1_vs_greedy_anchor": first,
                 "t1_vs_greedy_anchor_dir": first_dir,
+                "t1_vs_greedy_anchor_mean": first_mean,
+                "t1_vs_strongest_same_evidence": first_strongest,
                 "last_vs_t1": later,
                 "best_later_vs_t1": best,
             }
@@ -277,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = compare(configs, args.traversals, table, runs, cv=args.cv)
     for text, row in zip(args.configs, rows, strict=True):
         t1, t1d, last = row["t1_vs_greedy_anchor"], row["t1_vs_greedy_anchor_dir"], row["last_vs_t1"]
+        strong = row["t1_vs_strongest_same_evidence"]
         print(
             text,
             "| t1 vs greedy-anchor %:",
@@ -284,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
             f"mean {sum(t1) / len(t1):+.2f} min {min(t1):+.2f}",
             "| vs greedy-anchor-dir %:",
             " ".join(f"{x:+.2f}" for x in t1d),
+            "| vs greedy-anchor-mean %:",
+            " ".join(f"{x:+.2f}" for x in row["t1_vs_greedy_anchor_mean"]),
+            "| vs the strongest of the three %:",
+            " ".join(f"{x:+.2f}" for x in strong),
+            f"mean {sum(strong) / len(strong):+.2f} (ahead on {sum(x > 0 for x in strong)} of {len(strong)})",
             f"| t{args.traversals} vs t1 %:",
             " ".join(f"{x:+.2f}" for x in last),
             "| best later vs t1 %:",
