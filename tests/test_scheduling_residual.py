@@ -582,6 +582,44 @@ def test_training_split_tool_refuses_bad_arguments_before_any_run(
     assert not (tmp_path / "out").exists()
 
 
+def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m oasis.replay.shipped evaluate``: each run is ``oasis replay`` with the evaluation policies
+    (its results.json on disk), and the table's margins are the raw-P ratios of that file; the counts of the
+    three targets follow them; evaluation.json holds the rows; a run without its topic is a usage error."""
+    from oasis.replay.shipped import EVAL_POLICIES, SPLITS, main
+
+    corpus, topic = "synthetic:pages=300,hosts=2,topics=2,seed=1", "databases"
+    argv = ["evaluate", "--corpus", corpus, "--topic", topic, "--out", str(tmp_path)]
+    assert main([*argv, "--traversals", "3", "--random-runs", "1"]) == 0
+    table = capsys.readouterr().out
+    results = json.loads((tmp_path / "run-0" / "results.json").read_text(encoding="utf-8"))
+    pol = results["policies"]
+    assert list(pol) == EVAL_POLICIES.split(",") and len(pol["whittle"]["P"]) == 3
+    (row,) = json.loads((tmp_path / "evaluation.json").read_text(encoding="utf-8"))["runs"]
+    w, h = pol["whittle"]["P"], pol["whittle:hybrid"]["P"]
+    assert row["t1_vs_greedy_anchor"] == pytest.approx(100 * (w[0] / pol["greedy-anchor"]["P"][0] - 1))
+    assert row["t1_vs_greedy_anchor_mean"] == pytest.approx(
+        100 * (w[0] / pol["greedy-anchor-mean"]["P"][0] - 1)
+    )
+    firsts = [pol[b]["P"][0] for b in ("greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")]
+    assert row["t1_vs_strongest_same_evidence"] == pytest.approx(100 * (w[0] / max(firsts) - 1))
+    assert row["best_later_vs_t1"] == pytest.approx(100 * (max(w[1:]) / w[0] - 1))
+    assert row["hybrid_vs_oracle"] == pytest.approx(100 * (max(h) / pol["greedy-oracle"]["P"][0] - 1))
+    ahead = int(row["t1_vs_greedy_anchor"] > 0)
+    assert f"first traversal ahead of greedy-anchor: {ahead} of 1" in table
+    assert f"{row['t1_vs_greedy_anchor']:+.2f}%" in table
+    assert [len(runs) for runs in SPLITS.values()] == [4, 4, 4]
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", "--corpus", corpus, "--out", str(tmp_path / "x")])
+    assert exc.value.code == 2 and "one --topic per --corpus" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(
+            ["evaluate", "--split", "holdout-6", "--corpus", corpus, "--topic", topic, "--out", str(tmp_path)]
+        )
+
+
 def test_hindsight_ceiling_by_hand() -> None:
     """``compare --ceiling``: per run the best configuration in hindsight; a run where even that best is not
     ahead of greedy-anchor (<= 0) is behind under every rule that picks among them."""

@@ -15,6 +15,12 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
+    python -m oasis.replay.shipped evaluate --split holdout-7 --out DIR [--traversals 10] [--random-runs 5]
+        (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
+        --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
+        vs greedy-anchor, vs greedy-anchor-mean and vs the strongest same-evidence baseline, its best later
+        traversal vs its first, the memorising hybrid vs greedy-oracle, and the three targets' counts
+        (:func:`evaluation_table`); DIR/evaluation.json holds the rows. Run an unseen split once.
     python -m oasis.replay.shipped noise --out DIR [--shuffles 20] [--runs ...]
         per run, the robot as shipped and greedy-anchor-shuffled (its exact ties in a random order, the mean
         and spread of --shuffles runs) against greedy-anchor's first traversal: how much of a run's P the
@@ -28,7 +34,9 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from oasis.replay.experiment import Experiment, ExperimentConfig, Prepared, prepare
@@ -84,6 +92,26 @@ TRAINING = (
     ("debian:python-dask-doc", "deploy clusters kubernetes docker ssh adaptive"),
     ("debian:python-fonttools-doc", "variable fonts designspace varlib instancer interpolation"),
     ("debian:python-fonttools-doc", "subset merge woff2 compression"),
+)
+
+
+# the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 and
+# holdout-6 have been run once and are seen (TRAINING runs 32-35, 36-39); holdout-7 is unseen
+SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
+    "holdout-5": TRAINING[32:36],
+    "holdout-6": TRAINING[36:40],
+    "holdout-7": (
+        ("debian:python-pygame-doc", "sprite module making games tutorial"),
+        ("debian:python-pygame-doc", "display surface draw shapes color"),
+        ("debian:python-flask-doc", "templates jinja autoescaping filters context processors"),
+        ("debian:python-flask-doc", "testing fixtures test client cli runner"),
+    ),
+}
+# the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising
+# hybrid and the reference)
+EVAL_POLICIES = (
+    "upper,random,bfs,greedy-parent,greedy-anchor,greedy-anchor-dir,greedy-anchor-mean,greedy-oracle,"
+    "whittle,whittle:hybrid"
 )
 
 
@@ -207,6 +235,96 @@ def tie_noise(runs: list[int], shuffles: int = 20) -> list[dict[str, Any]]:
     return out
 
 
+def target_row(results: dict[str, Any]) -> dict[str, Any]:
+    """Issue 10's learning targets on one evaluation run, from ``oasis replay``'s results (raw P, %): the
+    shipped robot's first traversal vs greedy-anchor, vs greedy-anchor-mean and vs the strongest of
+    greedy-anchor, -dir and -mean; its best later traversal vs its first; the memorising hybrid's best
+    traversal vs greedy-oracle; and P / P_upper of every policy's first traversal."""
+    pol = results["policies"]
+
+    def first(name: str) -> float:
+        return float(pol[name]["P"][0])
+
+    robot = [float(p) for p in pol["whittle"]["P"]]
+    hybrid = [float(p) for p in pol["whittle:hybrid"]["P"]]
+    strongest = max(first("greedy-anchor"), first("greedy-anchor-dir"), first("greedy-anchor-mean"))
+    return {
+        "corpus": results["meta"]["corpus"],
+        "topic": results["meta"]["topic"],
+        "ratio": {name: float(e["P_ratio"][0]) for name, e in pol.items()},
+        "robot_last_ratio": float(pol["whittle"]["P_ratio"][-1]),
+        "t1_vs_greedy_anchor": 100.0 * (robot[0] / first("greedy-anchor") - 1.0),
+        "t1_vs_greedy_anchor_mean": 100.0 * (robot[0] / first("greedy-anchor-mean") - 1.0),
+        "t1_vs_strongest_same_evidence": 100.0 * (robot[0] / strongest - 1.0),
+        "best_later_vs_t1": 100.0 * (max(robot[1:]) / robot[0] - 1.0) if len(robot) > 1 else None,
+        "hybrid_vs_oracle": 100.0 * (max(hybrid) / first("greedy-oracle") - 1.0),
+    }
+
+
+def evaluate(
+    runs: Sequence[tuple[str, str]], out: Path, *, traversals: int = 10, random_runs: int = 5
+) -> list[dict[str, Any]]:
+    """Each run is exactly ``oasis replay --corpus C --topic T --policies EVAL_POLICIES --traversals 10
+    --random-runs 5 --out DIR/run-K`` (its results.json and plots in that folder); returns
+    :func:`target_row` per run."""
+    import contextlib
+    import io
+
+    from oasis.replay.cli import register, run
+
+    parser = argparse.ArgumentParser(prog="oasis")
+    register(parser.add_subparsers(dest="command"))
+    rows: list[dict[str, Any]] = []
+    for k, (corpus, topic) in enumerate(runs):
+        folder = out / f"run-{k}"
+        argv = ["replay", "--corpus", corpus, "--topic", topic, "--policies", EVAL_POLICIES]
+        argv += ["--traversals", str(traversals), "--random-runs", str(random_runs), "--out", str(folder)]
+        with contextlib.redirect_stdout(io.StringIO()):  # its table; the rows below carry what matters
+            code = run(parser.parse_args([*argv, "--no-progress"]))
+        if code != 0:
+            raise RuntimeError(f"oasis {' '.join(argv)} failed (exit {code})")
+        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        rows.append({"run": k, "command": "oasis " + " ".join(argv), **target_row(results)})
+        logger.info(
+            "%d %s %r: t1 vs greedy-anchor %+.2f%%", k, corpus, topic, rows[-1]["t1_vs_greedy_anchor"]
+        )
+    return rows
+
+
+def evaluation_table(rows: list[dict[str, Any]]) -> str:
+    """The evaluation table (markdown) and the three learning targets' counts."""
+    cols = ("random", "bfs", "greedy-parent", "greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")
+    lines = [
+        "| run | " + " | ".join(cols) + " | greedy-oracle | whittle t1 / last | **t1 vs GA** | vs g-a-mean "
+        "| vs strongest | best later | hybrid vs oracle |",
+        "|---" * (len(cols) + 8) + "|",
+    ]
+    for r in rows:
+        ratio = r["ratio"]
+        later = "-" if r["best_later_vs_t1"] is None else f"{r['best_later_vs_t1']:+.2f}%"
+        cells = [f"{ratio[c]:.3f}" for c in cols] + [f"{ratio['greedy-oracle']:.3f}"]
+        cells += [
+            f"{ratio['whittle']:.3f} / {r['robot_last_ratio']:.3f}",
+            f"**{r['t1_vs_greedy_anchor']:+.2f}%**",
+        ]
+        cells += [
+            f"{r['t1_vs_greedy_anchor_mean']:+.2f}%",
+            f"{r['t1_vs_strongest_same_evidence']:+.2f}%",
+            later,
+        ]
+        cells += [f"{r['hybrid_vs_oracle']:+.2f}%"]
+        lines.append(f"| {r['corpus']} {r['topic']!r} | " + " | ".join(cells) + " |")
+    n = len(rows)
+    ahead = sum(r["t1_vs_greedy_anchor"] > 0 for r in rows)
+    improving = sum((r["best_later_vs_t1"] or 0.0) > 0 for r in rows)
+    hybrid = sum(r["hybrid_vs_oracle"] >= 0 for r in rows)
+    lines.append("")
+    lines.append(f"first traversal ahead of greedy-anchor: {ahead} of {n}")
+    lines.append(f"improving within the traversals: {improving} of {n}")
+    lines.append(f"memorising hybrid at or above greedy-oracle: {hybrid} of {n}")
+    return "\n".join(lines)
+
+
 def train(config: ControllerConfig, traversals: int, runs: list[int]) -> QTable:
     """One table learned over the training runs in order, ``traversals`` each, from an empty table; each
     web's directory and prequential rows (web-specific) are dropped before the next web."""
@@ -247,8 +365,17 @@ def main(argv: list[str] | None = None) -> int:
     # the shipped table's runs: session 5's training split (session 6's design, trained on all nine runs, is
     # not shipped: docs/replay.md "Session 6")
     t.add_argument("--runs", default="0,1,2,3,4")
+    e = sub.add_parser("evaluate")
+    e.add_argument("--split", choices=sorted(SPLITS), default=None, help="a named evaluation split")
+    e.add_argument("--corpus", action="append", default=[], help="a run's corpus (with --topic; repeatable)")
+    e.add_argument("--topic", action="append", default=[], help="a run's topic (one per --corpus)")
+    e.add_argument("--out", required=True, help="folder: run-K/ (results.json, plots) and evaluation.json")
+    e.add_argument("--traversals", type=int, default=10)
+    e.add_argument("--random-runs", type=int, default=5)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    if args.command == "evaluate":
+        return _evaluate(parser, args)
     try:
         runs = [int(x) for x in args.runs.split(",")]
     except ValueError:
@@ -319,6 +446,27 @@ def main(argv: list[str] | None = None) -> int:
             " ".join(str(c) for c in ceiling["config"]),
             flush=True,
         )
+    return 0
+
+
+def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from oasis.runtime.files import write_json_atomic
+
+    if len(args.corpus) != len(args.topic):
+        parser.error("give one --topic per --corpus")
+    if (args.split is None) == (not args.corpus):
+        parser.error("give either --split or --corpus/--topic pairs")
+    if args.traversals < 2 or args.random_runs < 1:
+        parser.error("--traversals must be >= 2 (improvement is measured on later ones), --random-runs >= 1")
+    runs = SPLITS[args.split] if args.split is not None else tuple(zip(args.corpus, args.topic, strict=True))
+    folder = Path(args.out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"cannot create --out {args.out!r}: {exc}")
+    rows = evaluate(runs, folder, traversals=args.traversals, random_runs=args.random_runs)
+    write_json_atomic(folder / "evaluation.json", {"split": args.split, "runs": rows}, indent=1)
+    print(evaluation_table(rows))
     return 0
 
 
