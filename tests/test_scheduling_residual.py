@@ -525,6 +525,7 @@ def test_training_split_tool_measures_against_greedy_anchor(tmp_path: Path) -> N
 
     (row,) = compare([replace(EMPTY, learn=False, link_mean=0.0)], 1, None, [0])
     assert row["t1_vs_greedy_anchor"] == [0.0] and row["last_vs_t1"] == [0.0]
+    assert row["worst_later_vs_t1"] == row["best_later_vs_t1"] == [0.0]  # one traversal: nothing later
     assert row["t1_vs_strongest_same_evidence"][0] <= 0.0
     mean_rule = replace(EMPTY, learn=False, link_mean=ANCHOR_MEAN_WEIGHT, calibrate=False, dir_weight=0.0)
     (row,) = compare([mean_rule], 1, None, [0])
@@ -606,6 +607,7 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
     firsts = [pol[b]["P"][0] for b in ("greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")]
     assert row["t1_vs_strongest_same_evidence"] == pytest.approx(100 * (w[0] / max(firsts) - 1))
     assert row["best_later_vs_t1"] == pytest.approx(100 * (max(w[1:]) / w[0] - 1))
+    assert row["worst_later_vs_t1"] == pytest.approx(100 * (min(w[1:]) / w[0] - 1))
     assert row["hybrid_vs_oracle"] == pytest.approx(100 * (max(h) / pol["greedy-oracle"]["P"][0] - 1))
     ahead = int(row["t1_vs_greedy_anchor"] > 0)
     assert f"first traversal ahead of greedy-anchor: {ahead} of 1" in table

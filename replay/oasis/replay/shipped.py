@@ -147,8 +147,8 @@ def compare(
 ) -> list[dict[str, Any]]:
     """Per configuration and training run: first traversal vs greedy-anchor, vs greedy-anchor-dir, vs
     greedy-anchor-mean and vs the strongest of the three on that run (the non-learning baselines of the
-    evidence the robot uses: its margin over that is what its learning adds), last vs first and the best
-    later traversal vs the first (raw P, %)."""
+    evidence the robot uses: its margin over that is what its learning adds), last vs first, and the best
+    and the worst later traversal vs the first (raw P, %)."""
     prepared = {i: _prepare(*TRAINING[i]) for i in runs}
     anchor = {i: baseline_p(p) for i, p in prepared.items()}
     anchor_dir = {i: baseline_p(p, "greedy-anchor-dir") for i, p in prepared.items()}
@@ -156,7 +156,7 @@ def compare(
     strongest = {i: max(anchor[i], anchor_dir[i], anchor_mean[i]) for i in prepared}
     out: list[dict[str, Any]] = []
     for config in configs:
-        first, first_dir, first_mean, first_strongest, later, best = [], [], [], [], [], []
+        first, first_dir, first_mean, first_strongest, later, best, worst = [], [], [], [], [], [], []
         tables: dict[int, QTable] = {}
         if cv:
             for group in CV_GROUPS:
@@ -173,6 +173,7 @@ def compare(
             first_strongest.append(100.0 * (ps[0] / strongest[i] - 1.0))
             later.append(100.0 * (ps[-1] / ps[0] - 1.0))
             best.append(100.0 * (max(ps[1:]) / ps[0] - 1.0) if len(ps) > 1 else 0.0)
+            worst.append(100.0 * (min(ps[1:]) / ps[0] - 1.0) if len(ps) > 1 else 0.0)
         out.append(
             {
                 "t1_vs_greedy_anchor": first,
@@ -181,6 +182,7 @@ def compare(
                 "t1_vs_strongest_same_evidence": first_strongest,
                 "last_vs_t1": later,
                 "best_later_vs_t1": best,
+                "worst_later_vs_t1": worst,
             }
         )
     return out
@@ -239,7 +241,8 @@ def target_row(results: dict[str, Any]) -> dict[str, Any]:
     """Issue 10's learning targets on one evaluation run, from ``oasis replay``'s results (raw P, %): the
     shipped robot's first traversal vs greedy-anchor, vs greedy-anchor-mean and vs the strongest of
     greedy-anchor, -dir and -mean; its best later traversal vs its first; the memorising hybrid's best
-    traversal vs greedy-oracle; and P / P_upper of every policy's first traversal."""
+    traversal vs greedy-oracle; its worst later traversal vs its first (a dip on the way); and P / P_upper of
+    every policy's first traversal."""
     pol = results["policies"]
 
     def first(name: str) -> float:
@@ -257,6 +260,8 @@ def target_row(results: dict[str, Any]) -> dict[str, Any]:
         "t1_vs_greedy_anchor_mean": 100.0 * (robot[0] / first("greedy-anchor-mean") - 1.0),
         "t1_vs_strongest_same_evidence": 100.0 * (robot[0] / strongest - 1.0),
         "best_later_vs_t1": 100.0 * (max(robot[1:]) / robot[0] - 1.0) if len(robot) > 1 else None,
+        # "keeps improving": the worst later traversal vs the first (below 0: a dip on the way)
+        "worst_later_vs_t1": 100.0 * (min(robot[1:]) / robot[0] - 1.0) if len(robot) > 1 else None,
         "hybrid_vs_oracle": 100.0 * (max(hybrid) / first("greedy-oracle") - 1.0),
     }
 
@@ -294,33 +299,31 @@ def evaluate(
 def evaluation_table(rows: list[dict[str, Any]]) -> str:
     """The evaluation table (markdown) and the three learning targets' counts."""
     cols = ("random", "bfs", "greedy-parent", "greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")
-    lines = [
-        "| run | " + " | ".join(cols) + " | greedy-oracle | whittle t1 / last | **t1 vs GA** | vs g-a-mean "
-        "| vs strongest | best later | hybrid vs oracle |",
-        "|---" * (len(cols) + 8) + "|",
-    ]
+    head = ["greedy-oracle", "whittle t1 / last", "**t1 vs GA**", "vs g-a-mean", "vs strongest"]
+    head += ["best later", "worst later", "hybrid vs oracle"]
+    lines = ["| run | " + " | ".join((*cols, *head)) + " |", "|---" * (1 + len(cols) + len(head)) + "|"]
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{x:+.2f}%"
+
     for r in rows:
         ratio = r["ratio"]
-        later = "-" if r["best_later_vs_t1"] is None else f"{r['best_later_vs_t1']:+.2f}%"
-        cells = [f"{ratio[c]:.3f}" for c in cols] + [f"{ratio['greedy-oracle']:.3f}"]
-        cells += [
-            f"{ratio['whittle']:.3f} / {r['robot_last_ratio']:.3f}",
-            f"**{r['t1_vs_greedy_anchor']:+.2f}%**",
-        ]
-        cells += [
-            f"{r['t1_vs_greedy_anchor_mean']:+.2f}%",
-            f"{r['t1_vs_strongest_same_evidence']:+.2f}%",
-            later,
-        ]
-        cells += [f"{r['hybrid_vs_oracle']:+.2f}%"]
+        cells = [f"{ratio[c]:.3f}" for c in (*cols, "greedy-oracle")]
+        cells.append(f"{ratio['whittle']:.3f} / {r['robot_last_ratio']:.3f}")
+        cells.append(f"**{pct(r['t1_vs_greedy_anchor'])}**")
+        keys = ("t1_vs_greedy_anchor_mean", "t1_vs_strongest_same_evidence", "best_later_vs_t1")
+        cells += [pct(r[k]) for k in (*keys, "worst_later_vs_t1", "hybrid_vs_oracle")]
         lines.append(f"| {r['corpus']} {r['topic']!r} | " + " | ".join(cells) + " |")
     n = len(rows)
     ahead = sum(r["t1_vs_greedy_anchor"] > 0 for r in rows)
     improving = sum((r["best_later_vs_t1"] or 0.0) > 0 for r in rows)
+    dips = sum((r["worst_later_vs_t1"] or 0.0) < 0 for r in rows)
     hybrid = sum(r["hybrid_vs_oracle"] >= 0 for r in rows)
     lines.append("")
     lines.append(f"first traversal ahead of greedy-anchor: {ahead} of {n}")
-    lines.append(f"improving within the traversals: {improving} of {n}")
+    lines.append(
+        f"improving within the traversals: {improving} of {n} (a later traversal below the first: {dips})"
+    )
     lines.append(f"memorising hybrid at or above greedy-oracle: {hybrid} of {n}")
     return "\n".join(lines)
 
@@ -432,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
             "| best later vs t1 %:",
             " ".join(f"{x:+.2f}" for x in row["best_later_vs_t1"]),
             f"(improving on {sum(x > 0 for x in row['best_later_vs_t1'])} of {len(last)})",
+            "| worst later vs t1 %:",
+            " ".join(f"{x:+.2f}" for x in row["worst_later_vs_t1"]),
+            f"(a later traversal below the first on {sum(x < 0 for x in row['worst_later_vs_t1'])})",
             flush=True,
         )
     if args.ceiling:
