@@ -613,6 +613,13 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
     assert f"first traversal ahead of greedy-anchor: {ahead} of 1" in table
     assert f"{row['t1_vs_greedy_anchor']:+.2f}%" in table
     assert [len(runs) for runs in SPLITS.values()] == [4, 4, 4]
+    # a run that cannot load keeps the rows before it and says which command failed (exit 1)
+    gone = str(tmp_path / "no-such-corpus")
+    more = ["--corpus", gone, "--topic", topic, "--out", str(tmp_path / "part"), "--traversals", "2"]
+    assert main(["evaluate", "--corpus", corpus, "--topic", topic, *more, "--random-runs", "1"]) == 1
+    assert f"--corpus {gone}" in capsys.readouterr().err
+    kept = json.loads((tmp_path / "part" / "evaluation.json").read_text(encoding="utf-8"))["runs"]
+    assert [r["corpus"] for r in kept] == [corpus]
     with pytest.raises(SystemExit) as exc:
         main(["evaluate", "--corpus", corpus, "--out", str(tmp_path / "x")])
     assert exc.value.code == 2 and "one --topic per --corpus" in capsys.readouterr().err

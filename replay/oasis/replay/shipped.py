@@ -267,15 +267,22 @@ def target_row(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate(
-    runs: Sequence[tuple[str, str]], out: Path, *, traversals: int = 10, random_runs: int = 5
+    runs: Sequence[tuple[str, str]],
+    out: Path,
+    *,
+    traversals: int = 10,
+    random_runs: int = 5,
+    split: str | None = None,
 ) -> list[dict[str, Any]]:
     """Each run is exactly ``oasis replay --corpus C --topic T --policies EVAL_POLICIES --traversals 10
     --random-runs 5 --out DIR/run-K`` (its results.json and plots in that folder); returns
-    :func:`target_row` per run."""
+    :func:`target_row` per run. ``DIR/evaluation.json`` is rewritten (atomically) after every run, so a run
+    that fails keeps the rows of those before it; the failure is a RuntimeError naming the command."""
     import contextlib
     import io
 
     from oasis.replay.cli import register, run
+    from oasis.runtime.files import write_json_atomic
 
     parser = argparse.ArgumentParser(prog="oasis")
     register(parser.add_subparsers(dest="command"))
@@ -290,6 +297,7 @@ def evaluate(
             raise RuntimeError(f"oasis {' '.join(argv)} failed (exit {code})")
         results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         rows.append({"run": k, "command": "oasis " + " ".join(argv), **target_row(results)})
+        write_json_atomic(out / "evaluation.json", {"split": split, "runs": rows}, indent=1)
         logger.info(
             "%d %s %r: t1 vs greedy-anchor %+.2f%%", k, corpus, topic, rows[-1]["t1_vs_greedy_anchor"]
         )
@@ -456,8 +464,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from oasis.runtime.files import write_json_atomic
-
     if len(args.corpus) != len(args.topic):
         parser.error("give one --topic per --corpus")
     if (args.split is None) == (not args.corpus):
@@ -470,8 +476,13 @@ def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         parser.error(f"cannot create --out {args.out!r}: {exc}")
-    rows = evaluate(runs, folder, traversals=args.traversals, random_runs=args.random_runs)
-    write_json_atomic(folder / "evaluation.json", {"split": args.split, "runs": rows}, indent=1)
+    try:
+        rows = evaluate(
+            runs, folder, traversals=args.traversals, random_runs=args.random_runs, split=args.split
+        )
+    except RuntimeError as exc:
+        print(f"evaluate: {exc}; the runs before it are in {folder / 'evaluation.json'}", file=sys.stderr)
+        return 1
     print(evaluation_table(rows))
     return 0
 
