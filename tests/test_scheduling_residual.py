@@ -565,6 +565,12 @@ def test_tie_noise_tool_measures_the_shipped_robot_against_shuffled_ties(tmp_pat
         (["compare", "--runs", "0,x"], "--runs must be comma-separated"),  # not a number
         (["train", "--out", "OUT/q.json", "--runs", "999"], "--runs must be in 0.."),
         (["noise", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),  # under a regular file
+        (["evaluate", "--split", "holdout-6", "--out", "FILE/sub"], "cannot create --out"),
+        (
+            ["evaluate", "--split", "holdout-6", "--out", "OUT", "--traversals", "1"],
+            "--traversals must be >= 2",
+        ),
+        (["evaluate", "--out", "OUT"], "give either --split or --corpus/--topic"),  # no run at all
     ],
 )
 def test_training_split_tool_refuses_bad_arguments_before_any_run(
