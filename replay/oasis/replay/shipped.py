@@ -128,9 +128,21 @@ def whittle_p(prepared: Prepared, config: ControllerConfig, traversals: int, q: 
     return [float(p) for p in Experiment(prepared, cfg, q_tables=tables).run()["policies"]["whittle"]["P"]]
 
 
-def baseline_p(prepared: Prepared, policy: str = "greedy-anchor") -> float:
-    cfg = ExperimentConfig(policies=(policy,), traversals=1)
-    return float(Experiment(prepared, cfg).run()["policies"][policy]["P"][0])
+# the non-learning baselines of the evidence the shipped robot uses (best in-link, URL directory, in-link
+# mean): the robot's first traversal over the strongest of them on a run is what its learning adds
+SAME_EVIDENCE = ("greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")
+
+
+def baseline_ps(prepared: Prepared, policies: tuple[str, ...] = SAME_EVIDENCE) -> dict[str, float]:
+    """Raw P of one traversal of each (deterministic) baseline, in one experiment (one upper bound)."""
+    cfg = ExperimentConfig(policies=policies, traversals=1)
+    result = Experiment(prepared, cfg).run()["policies"]
+    return {policy: float(result[policy]["P"][0]) for policy in policies}
+
+
+def pct(p: float, base: float) -> float:
+    """``p`` over ``base`` in per cent (raw P)."""
+    return 100.0 * (p / base - 1.0)
 
 
 # leave one web out: synthetic webs, postgresql-doc-15, pytest, distributed (relevance scales and URL layouts)
@@ -150,10 +162,7 @@ def compare(
     evidence the robot uses: its margin over that is what its learning adds), last vs first, and the best
     and the worst later traversal vs the first (raw P, %)."""
     prepared = {i: _prepare(*TRAINING[i]) for i in runs}
-    anchor = {i: baseline_p(p) for i, p in prepared.items()}
-    anchor_dir = {i: baseline_p(p, "greedy-anchor-dir") for i, p in prepared.items()}
-    anchor_mean = {i: baseline_p(p, "greedy-anchor-mean") for i, p in prepared.items()}
-    strongest = {i: max(anchor[i], anchor_dir[i], anchor_mean[i]) for i in prepared}
+    base = {i: baseline_ps(p) for i, p in prepared.items()}
     out: list[dict[str, Any]] = []
     for config in configs:
         first, first_dir, first_mean, first_strongest, later, best, worst = [], [], [], [], [], [], []
@@ -167,13 +176,13 @@ def compare(
             start = tables.get(i, table)
             q = cap_visits(start, config.carry, config.carry_state) if start is not None else None
             ps = whittle_p(p, config, traversals, q)
-            first.append(100.0 * (ps[0] / anchor[i] - 1.0))
-            first_dir.append(100.0 * (ps[0] / anchor_dir[i] - 1.0))
-            first_mean.append(100.0 * (ps[0] / anchor_mean[i] - 1.0))
-            first_strongest.append(100.0 * (ps[0] / strongest[i] - 1.0))
-            later.append(100.0 * (ps[-1] / ps[0] - 1.0))
-            best.append(100.0 * (max(ps[1:]) / ps[0] - 1.0) if len(ps) > 1 else 0.0)
-            worst.append(100.0 * (min(ps[1:]) / ps[0] - 1.0) if len(ps) > 1 else 0.0)
+            first.append(pct(ps[0], base[i]["greedy-anchor"]))
+            first_dir.append(pct(ps[0], base[i]["greedy-anchor-dir"]))
+            first_mean.append(pct(ps[0], base[i]["greedy-anchor-mean"]))
+            first_strongest.append(pct(ps[0], max(base[i].values())))
+            later.append(pct(ps[-1], ps[0]))
+            best.append(pct(max(ps[1:]), ps[0]) if len(ps) > 1 else 0.0)
+            worst.append(pct(min(ps[1:]), ps[0]) if len(ps) > 1 else 0.0)
         out.append(
             {
                 "t1_vs_greedy_anchor": first,
@@ -215,21 +224,17 @@ def tie_noise(runs: list[int], shuffles: int = 20) -> list[dict[str, Any]]:
         pol, upper = result["policies"], result["upper_P"]
         ga = float(pol["greedy-anchor"]["P"][0])
         sh = pol["greedy-anchor-shuffled"]
-
-        def pct(p: float, ga: float = ga) -> float:
-            return 100.0 * (p / ga - 1.0)
-
         sd = 100.0 * float(sh["P_ratio_std"]) * upper / ga
-        robot = pct(float(pol["whittle"]["P"][0]))
+        robot = pct(float(pol["whittle"]["P"][0]), ga)
         row = {
             "run": i,
             "corpus": corpus,
             "topic": topic,
             "robot": robot,
-            "shuffled_mean": pct(float(sh["P"][0])),
+            "shuffled_mean": pct(float(sh["P"][0]), ga),
             "shuffled_sd": sd,
-            "shuffled_min": pct(float(sh["P_ratio_min"]) * upper),
-            "shuffled_max": pct(float(sh["P_ratio_max"]) * upper),
+            "shuffled_min": pct(float(sh["P_ratio_min"]) * upper, ga),
+            "shuffled_max": pct(float(sh["P_ratio_max"]) * upper, ga),
             "robot_in_sd": robot / sd if sd > 0 else None,
         }
         out.append(row)
@@ -250,19 +255,19 @@ def target_row(results: dict[str, Any]) -> dict[str, Any]:
 
     robot = [float(p) for p in pol["whittle"]["P"]]
     hybrid = [float(p) for p in pol["whittle:hybrid"]["P"]]
-    strongest = max(first("greedy-anchor"), first("greedy-anchor-dir"), first("greedy-anchor-mean"))
+    strongest = max(first(b) for b in SAME_EVIDENCE)
     return {
         "corpus": results["meta"]["corpus"],
         "topic": results["meta"]["topic"],
         "ratio": {name: float(e["P_ratio"][0]) for name, e in pol.items()},
         "robot_last_ratio": float(pol["whittle"]["P_ratio"][-1]),
-        "t1_vs_greedy_anchor": 100.0 * (robot[0] / first("greedy-anchor") - 1.0),
-        "t1_vs_greedy_anchor_mean": 100.0 * (robot[0] / first("greedy-anchor-mean") - 1.0),
-        "t1_vs_strongest_same_evidence": 100.0 * (robot[0] / strongest - 1.0),
-        "best_later_vs_t1": 100.0 * (max(robot[1:]) / robot[0] - 1.0) if len(robot) > 1 else None,
+        "t1_vs_greedy_anchor": pct(robot[0], first("greedy-anchor")),
+        "t1_vs_greedy_anchor_mean": pct(robot[0], first("greedy-anchor-mean")),
+        "t1_vs_strongest_same_evidence": pct(robot[0], strongest),
+        "best_later_vs_t1": pct(max(robot[1:]), robot[0]) if len(robot) > 1 else None,
         # "keeps improving": the worst later traversal vs the first (below 0: a dip on the way)
-        "worst_later_vs_t1": 100.0 * (min(robot[1:]) / robot[0] - 1.0) if len(robot) > 1 else None,
-        "hybrid_vs_oracle": 100.0 * (max(hybrid) / first("greedy-oracle") - 1.0),
+        "worst_later_vs_t1": pct(min(robot[1:]), robot[0]) if len(robot) > 1 else None,
+        "hybrid_vs_oracle": pct(max(hybrid), first("greedy-oracle")),
     }
 
 
@@ -311,16 +316,16 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
     head += ["best later", "worst later", "hybrid vs oracle"]
     lines = ["| run | " + " | ".join((*cols, *head)) + " |", "|---" * (1 + len(cols) + len(head)) + "|"]
 
-    def pct(x: float | None) -> str:
+    def cell(x: float | None) -> str:
         return "-" if x is None else f"{x:+.2f}%"
 
     for r in rows:
         ratio = r["ratio"]
         cells = [f"{ratio[c]:.3f}" for c in (*cols, "greedy-oracle")]
         cells.append(f"{ratio['whittle']:.3f} / {r['robot_last_ratio']:.3f}")
-        cells.append(f"**{pct(r['t1_vs_greedy_anchor'])}**")
+        cells.append(f"**{cell(r['t1_vs_greedy_anchor'])}**")
         keys = ("t1_vs_greedy_anchor_mean", "t1_vs_strongest_same_evidence", "best_later_vs_t1")
-        cells += [pct(r[k]) for k in (*keys, "worst_later_vs_t1", "hybrid_vs_oracle")]
+        cells += [cell(r[k]) for k in (*keys, "worst_later_vs_t1", "hybrid_vs_oracle")]
         lines.append(f"| {r['corpus']} {r['topic']!r} | " + " | ".join(cells) + " |")
     n = len(rows)
     ahead = sum(r["t1_vs_greedy_anchor"] > 0 for r in rows)
