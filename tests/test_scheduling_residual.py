@@ -595,7 +595,7 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
     """``python -m oasis.replay.shipped evaluate``: each run is ``oasis replay`` with the evaluation policies
     (its results.json on disk), and the table's margins are the raw-P ratios of that file; the counts of the
     three targets follow them; evaluation.json holds the rows; a run without its topic is a usage error."""
-    from oasis.replay.shipped import EVAL_POLICIES, SPLITS, main
+    from oasis.replay.shipped import EVAL_POLICIES, SPLITS, TRAINING, main
 
     corpus, topic = "synthetic:pages=300,hosts=2,topics=2,seed=1", "databases"
     argv = ["evaluate", "--corpus", corpus, "--topic", topic, "--out", str(tmp_path)]
@@ -618,7 +618,10 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
     ahead = int(row["t1_vs_greedy_anchor"] > 0)
     assert f"first traversal ahead of greedy-anchor: {ahead} of 1" in table
     assert f"{row['t1_vs_greedy_anchor']:+.2f}%" in table
-    assert [len(runs) for runs in SPLITS.values()] == [4, 4, 4]
+    assert all(len(runs) == 4 for runs in SPLITS.values())
+    *seen, unseen = SPLITS.values()  # every split but the newest has been run once and is training now
+    assert all(run in TRAINING for runs in seen for run in runs)
+    assert not any(run in TRAINING for run in unseen)
     # a run that cannot load keeps the rows before it and says which command failed (exit 1)
     gone = str(tmp_path / "no-such-corpus")
     more = ["--corpus", gone, "--topic", topic, "--out", str(tmp_path / "part"), "--traversals", "2"]

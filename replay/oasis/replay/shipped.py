@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-7 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-8 --out DIR [--traversals 10] [--random-runs 5]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
         vs greedy-anchor, vs greedy-anchor-mean and vs the strongest same-evidence baseline, its best later
@@ -92,19 +92,25 @@ TRAINING = (
     ("debian:python-dask-doc", "deploy clusters kubernetes docker ssh adaptive"),
     ("debian:python-fonttools-doc", "variable fonts designspace varlib instancer interpolation"),
     ("debian:python-fonttools-doc", "subset merge woff2 compression"),
+    # session 11: holdout-7 was run once with session 8's robot (unchanged) before any session-11 choice
+    ("debian:python-pygame-doc", "sprite module making games tutorial"),
+    ("debian:python-pygame-doc", "display surface draw shapes color"),
+    ("debian:python-flask-doc", "templates jinja autoescaping filters context processors"),
+    ("debian:python-flask-doc", "testing fixtures test client cli runner"),
 )
 
 
-# the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 and
-# holdout-6 have been run once and are seen (TRAINING runs 32-35, 36-39); holdout-7 is unseen
+# the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
+# holdout-7 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43); holdout-8 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-5": TRAINING[32:36],
     "holdout-6": TRAINING[36:40],
-    "holdout-7": (
-        ("debian:python-pygame-doc", "sprite module making games tutorial"),
-        ("debian:python-pygame-doc", "display surface draw shapes color"),
-        ("debian:python-flask-doc", "templates jinja autoescaping filters context processors"),
-        ("debian:python-flask-doc", "testing fixtures test client cli runner"),
+    "holdout-7": TRAINING[40:44],
+    "holdout-8": (
+        ("debian:python-cryptography-doc", "fernet symmetric encryption passwords"),
+        ("debian:python-cryptography-doc", "x509 certificate transparency ocsp"),
+        ("debian:python-lxml-doc", "xpath xslt document traversal"),
+        ("debian:python-lxml-doc", "validation dtd relaxng xmlschema schematron"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

@@ -14,7 +14,8 @@
   holdout-3 to holdout-5 (sessions 7-9): kombu, pymongo, gevent, cherrypy3, pil and sphinx-doc,
   each at /usr/share/doc/PACKAGE/html; holdout-6 (session 10): ``python-dask-doc`` and
   ``python-fonttools-doc`` (at /usr/share/doc/fonttools/html); holdout-7 (session 10):
-  ``python-pygame-doc`` and ``python-flask-doc``.
+  ``python-pygame-doc`` and ``python-flask-doc``; holdout-8 (session 11): ``python-cryptography-doc`` and
+  ``python-lxml-doc`` (at /usr/share/doc/python-lxml/html).
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -192,6 +193,22 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-flask-doc",
             root=DOC_ROOT / "python-flask-doc" / "html",
             base_url="http://flask.docs.local/",
+            experiment=True,
+        ),
+        # holdout-8 (session 11), fixed before any design work of session 11 that could ship: docs/replay.md
+        # "Session 11"
+        DebianCorpus(
+            name="python-cryptography-doc",
+            package="python-cryptography-doc",
+            root=DOC_ROOT / "python-cryptography-doc" / "html",
+            base_url="http://cryptography.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-lxml-doc",
+            package="python-lxml-doc",
+            root=DOC_ROOT / "python-lxml" / "html",  # the package installs its tree under python-lxml/
+            base_url="http://lxml.docs.local/",
             experiment=True,
         ),
     )
