@@ -183,6 +183,30 @@ def test_freshness_recovers_after_a_burst(cluster: Cluster) -> None:
     wait_for(f"F of {sorted(dropped_topics)} to recover from {low}", recovered, timeout=90)
 
 
+def test_a_sample_reads_every_engine_before_it_scores(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The evaluator lists what the engines hold right after the ground truth, before it fetches and scores
+    new page versions (seconds after a burst): a page re-crawled while the sample is scored must not count as
+    fresh in a sample whose time is before that re-crawl (a burst's F once came out 1.0 on every topic)."""
+    wait_for("a sample with pages held", lambda: held_topics(cluster), timeout=120)
+    calls: list[str] = []
+    listed, scored = EngineClient.list_documents, EngineClient.score
+    monkeypatch.setattr(
+        EngineClient, "list_documents", lambda self, **kw: calls.append("list") or listed(self, **kw)
+    )
+    monkeypatch.setattr(EngineClient, "score", lambda self, docs: calls.append("score") or scored(self, docs))
+    api = truth(cluster)
+    try:
+        assert api.post("/burst", {"fraction": 1.0})["modified"]  # new versions: the sample must score them
+    finally:
+        api.close()
+    row = LiveEvaluator(cluster.state_dir, min_relevance=living_config().robot.min_relevance).evaluate()
+    engines = len(cluster.of_kind("engine"))
+    assert set(row["topics"]) == {e.name for e in cluster.of_kind("engine")}
+    assert calls[:engines] == ["list"] * engines and "score" in calls and "list" not in calls[engines:], calls
+
+
 def test_deleted_page_leaves_search_and_created_page_appears(cluster: Cluster) -> None:
     docs = engine_docs(cluster, "networking")
     # a held page that its module's name finds ("Python: module socket" -> "socket"), and another as parent

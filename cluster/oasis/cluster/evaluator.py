@@ -9,7 +9,9 @@ Each period the evaluator
    and, for page versions it has not seen, their text (``POST /texts``);
 3. scores each new version with each topic engine's own relevance model (``Engine.Score``; cached per page
    version), so r(i) is the topic scoring function of papers/004;
-4. lists what each engine actually holds (``Engine.ListDocuments``: URL, fetch time, stored relevance) and
+4. lists what each engine actually holds (``Engine.ListDocuments``: URL, fetch time, stored relevance; read
+   right after the ground truth, before any text is fetched or scored, so that a page re-crawled while the
+   sample is being scored is not counted fresh in a sample whose time is before that re-crawl) and
    computes R, F, M (:func:`oasis.cluster.quality.collection_quality`), P so far, and each robot's own
    estimates (``Robot.Status``: recall and freshness estimates, no ground truth) with their error against
    the truth.
@@ -34,7 +36,7 @@ import requests
 from oasis.cluster.config import ROBOT_PREFIX
 from oasis.cluster.launcher import Cluster, NoCluster
 from oasis.cluster.quality import QUALITY_FILE, append_row, collection_quality
-from oasis.runtime.clients import EngineClient, RobotClient
+from oasis.runtime.clients import EngineClient, EngineDocument, RobotClient
 from oasis.runtime.errors import ServiceError
 from oasis.runtime.files import write_json_atomic
 
@@ -113,6 +115,9 @@ class LiveEvaluator:
             # evaluation runs belongs to the next sample, not to this one's time stamp
             now = self._clock()
             truth = truth_api.truth()
+            # what each engine holds, read at once: scoring a burst's new versions takes seconds, and robots
+            # that re-crawl meanwhile must not make this sample fresher than the web it was read against
+            held = {engine.name: self._held(engine.address) for engine in cluster.of_kind("engine")}
             pages = {u: (int(v), float(m)) for u, (v, m) in truth["pages"].items()}
             missing = [u for u, (v, _) in pages.items() if (u, v) not in self._texts]
             for url, t in truth_api.texts(missing).items():
@@ -128,19 +133,39 @@ class LiveEvaluator:
         }
         robots = {s.name.removeprefix(ROBOT_PREFIX): s.address for s in cluster.of_kind("robot")}
         for engine in cluster.of_kind("engine"):
+            docs = held[engine.name]
+            if isinstance(docs, ServiceError):
+                logger.warning("topic %s not evaluated: %s", engine.name, docs)
+                continue
             try:
                 robot = robots.get(engine.name)
-                row["topics"][engine.name] = self._topic(engine.name, engine.address, pages, robot, now)
+                row["topics"][engine.name] = self._topic(engine.name, engine.address, docs, pages, robot, now)
             except ServiceError as exc:
                 logger.warning("topic %s not evaluated: %s", engine.name, exc)
         return row
 
+    @staticmethod
+    def _held(address: str) -> list[EngineDocument] | ServiceError:
+        """An engine's documents (URL, fetch time, stored relevance), or the error that stopped the call."""
+        client = EngineClient(address, timeout=30.0)
+        try:
+            return client.list_documents()
+        except ServiceError as exc:
+            return exc
+        finally:
+            client.close()
+
     def _topic(
-        self, topic: str, address: str, pages: dict[str, tuple[int, float]], robot: str | None, now: float
+        self,
+        topic: str,
+        address: str,
+        docs: list[EngineDocument],
+        pages: dict[str, tuple[int, float]],
+        robot: str | None,
+        now: float,
     ) -> dict[str, Any]:
         client = EngineClient(address, timeout=30.0)
         try:
-            docs = client.list_documents()
             # the engine's model takes IDF from its own collection and rebuilds it when the collection's size
             # changed (below 100 documents: any change; above: by a quarter): cached scores follow that rule
             n0, n = self._scored_at.get(topic), len(docs)
