@@ -859,3 +859,133 @@ def test_stale_entries_stay_bounded() -> None:
         assert len(fringe._states) <= 2 * len(fringe._entry) + 64
         assert len(fringe) == sum(len(q) for q in fringe.queues.values()) == ctl.frontier_size()
     assert ctl.frontier_size() > 2000
+
+
+# -- session 11: the in-link weight learned on the web, and exploration ------------------------------------
+
+
+def test_line_sse_by_hand() -> None:
+    """The squared error of the least-squares line with a non-negative slope, from sums: points on a line
+    leave 0; a falling cloud gets slope 0 (the centred sum of squares of y); one x gets slope 0 too."""
+    from oasis.robot.scheduling.equations import line_sse
+
+    def sums(xy: list[tuple[float, float]]) -> tuple[float, ...]:
+        n = float(len(xy))
+        return (
+            n,
+            sum(x for x, _ in xy),
+            sum(y for _, y in xy),
+            sum(x * x for x, _ in xy),
+            sum(x * y for x, y in xy),
+            sum(y * y for _, y in xy),
+        )
+
+    assert line_sse(*sums([(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)])) == pytest.approx(0.0, abs=1e-12)
+    assert line_sse(*sums([(0.0, 2.0), (1.0, 1.0), (2.0, 0.0)])) == pytest.approx(
+        2.0
+    )  # beta 0: Syy - n ybar^2
+    assert line_sse(*sums([(1.0, 0.0), (1.0, 2.0)])) == pytest.approx(2.0)
+    # (0, 0), (1, 0), (2, 3): beta = Sxy / Sxx = 3 / 2, SSE = Syy - beta Sxy = 6 - 4.5 = 1.5
+    assert line_sse(*sums([(0.0, 0.0), (1.0, 0.0), (2.0, 3.0)])) == pytest.approx(1.5)
+    assert line_sse(0.0, 0.0, 0.0, 0.0, 0.0, 0.0) == 0.0
+
+
+def test_link_weight_decides_once_by_hand() -> None:
+    """LinkWeight by hand: samples whose reward is their best link's (B) and not their mean's (M) fit k = 0
+    exactly, so at the first check (link_min 3) the weight moves from .5 to 0; it then holds, whatever the
+    later samples say. Rewards that follow M move it to 1; a margin the evidence does not clear keeps .5."""
+    from oasis.robot.scheduling.residual import LinkWeight
+
+    cfg = replace(SHIPPED, link_learn=0.05, link_min=3, link_check=1)
+    lw = LinkWeight(cfg)
+    best_rules = [(0.5, 0.1, 0.5), (0.2, 0.2, 0.2), (0.9, 0.3, 0.9)]
+    assert [lw.add(b, m, r, 0.5) for b, m, r in best_rules] == [None, None, 0.0]
+    assert lw.errors()[0.0] == pytest.approx(0.0, abs=1e-12) and lw.errors()[0.5] > 0.0
+    assert all(lw.add(b, m, m, 0.0) is None for b, m, _r in best_rules * 5)  # decided: it holds
+    state = lw.state()
+    assert state[3] == -1.0  # "decided", a finite float in a checkpoint
+    again = LinkWeight(cfg)
+    again.restore(state)
+    assert again.errors() == lw.errors() and again.add(0.9, 0.1, 0.1, 0.0) is None
+    mean_rules = LinkWeight(cfg)
+    assert [mean_rules.add(b, m, m, 0.5) for b, m, _r in best_rules] == [None, None, 1.0]
+    strict = LinkWeight(replace(cfg, link_learn=0.999999))
+    noisy = [(0.5, 0.1, 0.3), (0.2, 0.2, 0.25), (0.9, 0.3, 0.5)]
+    assert [strict.add(b, m, r, 0.5) for b, m, r in noisy] == [None, None, None]
+    with pytest.raises(ValueError, match="link_mean must be one of"):
+        replace(SHIPPED, link_mean=0.4)
+    with pytest.raises(ValueError, match="link_learn"):
+        replace(SHIPPED, link_learn=1.0)
+    with pytest.raises(ValueError, match="explore_every"):
+        replace(SHIPPED, explore_every=-1)
+
+
+def _explore_order(ctl: Any) -> list[str]:
+    """Seed s (relevance .5) links to y1..y3 (anchor 0: b .5 each); y1 (relevance 0) links to z (anchor .3: b
+    .3) and w (anchor .25: b .25), y2 (relevance 0) links to z again (anchor 0). Returns the fetch order."""
+    pages: dict[str, tuple[float, list[tuple[str, float]]]] = {
+        "http://w/s": (0.5, [("http://w/y1", 0.0), ("http://w/y2", 0.0), ("http://w/y3", 0.0)]),
+        "http://w/y1": (0.0, [("http://w/z", 0.3), ("http://w/w", 0.25)]),
+        "http://w/y2": (0.0, [("http://w/z", 0.0)]),
+    }
+    ctl.add_seeds(["http://w/s"])
+    order: list[str] = []
+    for step in range(6):
+        (url,) = ctl.next_batch(1, float(step))
+        rel, links = pages.get(url, (0.0, []))
+        ctl.report(FetchOutcome(url, "new", rel, [Discovered(u, "", a) for u, a in links]), float(step))
+        order.append(url)
+    return order
+
+
+def test_exploration_fetches_greedy_anchors_page_at_every_nth_disagreement() -> None:
+    """Exploration by hand (rewards teach nothing here: c(x) shrunk away, no calibration, no learned weight).
+    After s and y1..y3 (b .5 each, first in, first out) the index's in-link mean puts z at .5 x .3 + .5 x .15
+    = .225, below w's .25, where greedy-anchor keeps z's best link (.3): one disagreement. With
+    ``explore_every`` 1 the index fetches greedy-anchor's z there; with 2 the first disagreement is its own;
+    with learning off there is no exploration at all."""
+    base = replace(PLAIN, calibrate=False, shrink=1e12, link_mean=0.5, link_learn=None)
+    ys = ["http://w/s", "http://w/y1", "http://w/y2", "http://w/y3"]
+    anchor = make_controller("greedy-anchor", rng=random.Random(0), config=PLAIN)
+    assert _explore_order(anchor) == [*ys, "http://w/z", "http://w/w"]
+    plain = make_controller("whittle", rng=random.Random(0), config=base)
+    assert _explore_order(plain) == [*ys, "http://w/w", "http://w/z"]
+    every = make_controller("whittle", rng=random.Random(0), config=replace(base, explore_every=1))
+    assert _explore_order(every) == [*ys, "http://w/z", "http://w/w"] and every.index.disagreements == 1
+    second = make_controller("whittle", rng=random.Random(0), config=replace(base, explore_every=2))
+    assert _explore_order(second) == [*ys, "http://w/w", "http://w/z"] and second.index.disagreements == 1
+    off = make_controller("whittle", rng=random.Random(0), config=replace(base, explore_every=1, learn=False))
+    assert _explore_order(off) == [*ys, "http://w/w", "http://w/z"] and off.index.disagreements == 0
+
+
+def test_learned_link_weight_re_keys_the_fringe_and_survives_a_checkpoint() -> None:
+    """The learned weight in the controller: two samples already say the reward is the best link's (B), and
+    the third, y's fetch (links .5 from s, 0 from a and b: B .5, M 1/6, reward .5), is counted at its fetch
+    (link_min 3): k moves from .5 to 0 and every fringe page with two or more links is re-keyed by its best
+    link (z: .3, no longer .5 x .3 + .5 x .15 = .225). The checkpoint carries the weight and the sums."""
+    cfg = replace(PLAIN, calibrate=False, shrink=1e12, link_mean=0.5, link_learn=0.05, link_min=3)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
+    idx = ctl.index
+    assert idx.link_weight.add(0.9, 0.3, 0.9, 0.5) is None and idx.link_weight.add(0.2, 0.2, 0.2, 0.5) is None
+    ctl.add_seeds(["http://w/s"])
+    ctl.next_batch(1, 0.0)
+    links = [Discovered(u, "", 0.0) for u in ("http://w/a", "http://w/b", "http://w/y")]
+    ctl.report(FetchOutcome("http://w/s", "new", 0.5, links), 0.0)
+    for step, url in enumerate(("http://w/a", "http://w/b"), start=1):
+        assert ctl.next_batch(1, float(step)) == [url]
+        z_anchor = 0.3 if url.endswith("a") else 0.0
+        out = [Discovered("http://w/y", "", 0.0), Discovered("http://w/z", "", z_anchor)]
+        ctl.report(FetchOutcome(url, "new", 0.0, out), float(step))
+    z = ctl.docs.ids["http://w/z"]
+    assert idx.links[z] == 2.0 and idx.base[z] == pytest.approx(0.225) and idx.link_mean == 0.5
+    assert ctl.next_batch(1, 3.0) == ["http://w/y"]  # .5 x .5 + .5 x .5 / 3 = .333, above z's .225
+    ctl.report(FetchOutcome("http://w/y", "new", 0.5, []), 3.0)
+    assert idx.link_mean == 0.0 and idx.base[z] == pytest.approx(0.3)
+    state = json.loads(json.dumps(ctl.state_dict()))
+    again = make_controller("whittle", rng=random.Random(0), config=cfg)
+    again.load_state(state)
+    assert again.index.link_mean == 0.0 and again.index.link_weight.state() == idx.link_weight.state()
+    assert again.index.link_weight.add(0.5, 0.0, 0.0, 0.0) is None  # decided before the checkpoint: holds
+    # each controller (a replay traversal) decides anew from the training choice: no table carries it
+    fresh = make_controller("whittle", rng=random.Random(0), config=cfg, q=ctl.q)
+    assert fresh.index.link_mean == 0.5 and fresh.index.link_weight.n == 0.0

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from oasis.robot.scheduling.state import STATE_NAMES
 
 RESIDUAL_STATES = ("generalising", "generalising-host")  # the states the residual index applies to
+LINK_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)  # the in-link weights the learned weight chooses among (link_learn)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +85,18 @@ class ControllerConfig:
     # origin. Else a page of relevance 0 realises more than its estimate, and every correction learned from
     # such pages (a crawler trap's directory and states) promotes them
     nonnegative: bool = False
+    # residual (session 11): the in-link weight learned on the web being crawled (residual.LinkWeight): from
+    # ``link_min`` fetched pages with two or more in-links on, every ``link_check`` more, the weight of
+    # residual.LINK_GRID whose line r ~ x_k = (1 - k) best + k mean fits their rewards best replaces the one
+    # in use (from ``link_mean``) when its squared error is below ``1 - link_learn`` times the current one's.
+    # None: off (``link_mean`` fixed)
+    link_learn: float | None = None
+    link_min: int = 16
+    link_check: int = 8
+    # residual (session 11): exploration -- every ``explore_every``-th pop at which greedy-anchor's choice is
+    # not the index's fetches greedy-anchor's page instead, so that the pages the index demotes are sampled
+    # (the learned in-link weight needs them). 0: off
+    explore_every: int = 0
     state_floor: float | None = None  # c(x) >= state_floor
     dir_floor: float | None = None  # d(D) >= dir_floor
 
@@ -127,6 +140,13 @@ class ControllerConfig:
             raise ValueError("carry_state must be >= 0")
         if self.start not in ("empty", "shipped"):
             raise ValueError(f"start must be 'empty' or 'shipped', got {self.start!r}")
+        if self.link_learn is not None:
+            if not 0.0 <= self.link_learn < 1.0:
+                raise ValueError(f"link_learn must be in [0, 1) (or None: off), got {self.link_learn}")
+            if self.link_mean not in LINK_GRID:
+                raise ValueError(f"with link_learn, link_mean must be one of {LINK_GRID}")
+        if self.link_min < 1 or self.link_check < 1 or self.explore_every < 0:
+            raise ValueError("link_min and link_check must be >= 1 and explore_every >= 0")
         if self.recrawl_rekey < 1:
             raise ValueError("recrawl_rekey must be >= 1")
 
@@ -146,7 +166,12 @@ class ControllerConfig:
 # changed nothing: docs/replay.md "Session 9"). Session 6's prequential selection and duel (select_tau,
 # duel_z) are options, off as shipped. The memorising states run on the same parameters (``whittle:hybrid``)
 # weigh the children's values in Eq. 10 by 0.02 (session 8, chosen on the same 24 runs: docs/replay.md
-# "Session 8").
+# "Session 8"). Session 11 (chosen on the 44 runs of ``TRAINING``, evaluated once on holdout-8): the in-link
+# weight .5 is the training choice the web's own fetches may overturn, once (``link_learn`` .05: a weight of
+# LINK_GRID fitting the rewards of the fetched pages with two or more in-links with 5% less squared error
+# replaces it for the rest of the traversal), and every 4th pop at which greedy-anchor's page is not
+# the index's fetches greedy-anchor's page (``explore_every`` 4), so that the pages the in-link mean demotes
+# are sampled too (docs/replay.md "Session 11").
 SHIPPED = ControllerConfig(
     state="generalising",
     prior="anchor",
@@ -165,4 +190,6 @@ SHIPPED = ControllerConfig(
     link_mean=0.5,
     nonnegative=True,
     start="shipped",
+    link_learn=0.05,
+    explore_every=4,
 )

@@ -197,3 +197,16 @@ def prequential_choice(losses: dict[int, float], n: float, default: int, tau: fl
         if score < best_score:
             best, best_score = k, score
     return best
+
+
+def line_sse(n: float, sx: float, sy: float, sxx: float, sxy: float, syy: float) -> float:
+    """The residual sum of squares of the least-squares line ``y ~ alpha + beta x`` with ``beta >= 0`` (an
+    estimate of relevance does not fall as its evidence rises), from the sums of ``n`` samples: with the
+    centred sums Sxx, Sxy, Syy it is ``Syy - 2 beta Sxy + beta^2 Sxx``, ``beta = max(0, Sxy / Sxx)`` (0 when
+    every x is the same); the in-link weight of :class:`oasis.robot.scheduling.residual.LinkWeight` is the
+    weight whose x has the smallest."""
+    if n <= 0.0:
+        return 0.0
+    cxx, cxy, cyy = sxx - sx * sx / n, sxy - sx * sy / n, syy - sy * sy / n
+    beta = max(0.0, cxy / cxx) if cxx > 0.0 else 0.0
+    return max(0.0, cyy - 2.0 * beta * cxy + beta * beta * cxx)

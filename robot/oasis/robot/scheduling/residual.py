@@ -40,10 +40,12 @@ import math
 import os
 from typing import Any
 
+from oasis.robot.scheduling.config import LINK_GRID
 from oasis.robot.scheduling.documents import FLIGHT, FRINGE
 from oasis.robot.scheduling.equations import (
     Calibration,
     calibration,
+    line_sse,
     prequential_choice,
     residual_index,
     running_mean,
@@ -123,6 +125,67 @@ def start_table(config: Any) -> QTable:
     return QTable(config.q_init)
 
 
+class LinkWeight:
+    """The in-link weight k learned on the web being crawled (session 11, docs/replay.md "Session 11").
+
+    Each fetched fringe page that had two or more in-links at its fetch gives a sample (B, M, r): B its best
+    link's parent + anchor relevance (greedy-anchor's key), M their mean over its links, r the fetch's reward.
+    For every k of LINK_GRID the sums of x_k = (1 - k) B + k M are kept; after ``link_min`` samples, and then
+    every ``link_check`` more, the weight whose line ``r ~ alpha + beta x_k`` (:func:`line_sse`) leaves the
+    smallest squared error replaces the weight in use when its error is below ``1 - link_learn`` times the
+    current weight's (a relative margin: the training choice, ``link_mean``, holds unless the web's own
+    fetches say otherwise), and then holds for the rest of the crawl: one decision, made early, when most of
+    a traversal's P is still to be earned (the later samples are the pages the crawl left for last, not a
+    sample of the web; a weight re-chosen on them moved back and forth on the training runs). Pages are
+    sampled where the index would not go too: ``explore_every``."""
+
+    def __init__(self, config: Any) -> None:
+        self.margin = float(config.link_learn)
+        self.first, self.every = config.link_min, config.link_check
+        self.n = self.sy = self.syy = 0.0
+        self.sums = [[0.0, 0.0, 0.0] for _ in LINK_GRID]  # per weight: [Sx, Sxx, Sxy]
+        self._next = float(self.first)
+
+    def add(self, best: float, mean: float, r: float, current: float) -> float | None:
+        """Add a sample; returns the new weight when the choice moves from ``current`` (else None)."""
+        self.n += 1.0
+        self.sy += r
+        self.syy += r * r
+        for k, sums in zip(LINK_GRID, self.sums, strict=True):
+            x = (1.0 - k) * best + k * mean
+            sums[0] += x
+            sums[1] += x * x
+            sums[2] += x * r
+        if self.n < self._next:
+            return None
+        self._next = self.n + self.every
+        errors = self.errors()
+        chosen = min(errors, key=lambda k: (errors[k], k))
+        now = errors.get(current)
+        if chosen == current or now is None or not errors[chosen] < (1.0 - self.margin) * now:
+            return None
+        self._next = math.inf  # decided: the web's choice holds for the rest of the crawl
+        return chosen
+
+    def errors(self) -> dict[float, float]:
+        """Each weight's squared error (:func:`line_sse`) over the samples so far."""
+        return {
+            k: line_sse(self.n, sx, self.sy, sxx, sxy, self.syy)
+            for k, (sx, sxx, sxy) in zip(LINK_GRID, self.sums, strict=True)
+        }
+
+    def state(self) -> list[float]:
+        """The sums and the next check (-1: decided) as a list of finite floats (a checkpoint's)."""
+        nxt = -1.0 if math.isinf(self._next) else self._next
+        return [self.n, self.sy, self.syy, nxt, *(v for sums in self.sums for v in sums)]
+
+    def restore(self, values: list[float]) -> None:
+        self.n, self.sy, self.syy, nxt = values[:4]
+        self._next = math.inf if nxt < 0.0 else nxt
+        rest = values[4:]
+        self.sums = [list(rest[3 * i : 3 * i + 3]) for i in range(len(LINK_GRID))]
+
+
 class ResidualIndex:
     """The per-document residual index and its learning: states, each document's best link (b_i and its
     anchor part), the table of per-state means and the pooled linear calibration
@@ -150,9 +213,18 @@ class ResidualIndex:
         # the in-link evidence (link_mean > 0): per document the best link's parent and anchor relevance and
         # the sums and count over every link seen; b_i and its anchor part are then the mixed estimate
         self.link_mean = config.link_mean
-        if self.link_mean:
+        self.links_kept = bool(config.link_mean) or config.link_learn is not None
+        if self.links_kept:
             self.best_p, self.best_a = table.column("d"), table.column("d")
             self.sum_p, self.sum_a, self.links = table.column("d"), table.column("d"), table.column("d")
+        # session 11: the in-link weight learned on this web (``link_learn``): per weight k of LINK_GRID the
+        # sums of x_k = (1 - k) B + k M (B the best link's p + a, M the links' mean) over the fetched pages
+        # that had two or more in-links, beside the shared sums of their rewards (LinkWeight)
+        self.link_weight = LinkWeight(config) if config.link_learn is not None else None
+        # exploration (``explore_every``): greedy-anchor's page instead of the index's at every n-th pop where
+        # they differ, so that the pages the in-link mean demotes are sampled too (only while learning)
+        self.explore_every = config.explore_every if config.learn else 0
+        self.disagreements = 0
         self.fit = Calibration(0.0, 1.0, 1.0)
         self._next_fit = 0.0
         # the directory term: d(D) of a document's URL directory, as of the last re-fit (``published``), is
@@ -172,6 +244,7 @@ class ResidualIndex:
         # the prequential duel against greedy-anchor: its queue (lazy heap of (-b_i, push number, doc)), the
         # page it preferred at each pop where the index chose another, and the running sums of the duel
         self.duel = config.duel_z is not None
+        self.shadowing = self.duel or self.explore_every > 0  # greedy-anchor's queue is kept beside the index
         self._shadow: list[tuple[float, int, int]] = []
         self._shadow_seq = 0
         self._preferred: dict[int, int] = {}  # fetched (in flight) doc -> greedy-anchor's choice at its pop
@@ -195,10 +268,34 @@ class ResidualIndex:
         self.links[doc] = n
         self.sum_p[doc] += pr
         self.sum_a[doc] += ar
-        k = self.link_mean
+        return self.mixed(doc)
+
+    def mixed(self, doc: int) -> tuple[float, float]:
+        """The document's mixed parent and anchor parts ``(1 - k) best + k mean`` (k = ``link_mean``)."""
+        k, n = self.link_mean, self.links[doc]
         return (1.0 - k) * self.best_p[doc] + k * self.sum_p[doc] / n, (1.0 - k) * self.best_a[doc] + k * (
             self.sum_a[doc] / n
         )
+
+    def ga_key(self, doc: int) -> float:
+        """Greedy-anchor's key of a fringe document: its best link's parent + anchor relevance."""
+        if self.links_kept:
+            return self.best_p[doc] + self.best_a[doc]
+        return self.base[doc]
+
+    def link_sample(self, doc: int, g: float) -> float | None:
+        """A fetch of fringe document ``doc`` (reward ``g``) for the learned in-link weight: counted if it had
+        two or more in-links; returns the new weight when the choice moves (the caller re-keys the fringe)."""
+        lw = self.link_weight
+        n = self.links[doc]
+        if lw is None or not self.config.learn or n < 2.0 or self.states[doc] in (None, SEED_STATE):
+            return None
+        best = self.best_p[doc] + self.best_a[doc]
+        mean = (self.sum_p[doc] + self.sum_a[doc]) / n
+        k = lw.add(best, mean, g, self.link_mean)
+        if k is not None:
+            self.link_mean = k
+        return k
 
     def use(self, q: QTable) -> None:
         self.q = q
@@ -441,14 +538,14 @@ class ResidualIndex:
     def shadow_push(self, doc: int) -> None:
         """Queue ``doc`` (a fringe page, not a seed) in greedy-anchor's order as well."""
         self._shadow_seq = seq = self._shadow_seq + 1
-        heapq.heappush(self._shadow, (-self.base[doc], seq, doc))
+        heapq.heappush(self._shadow, (-self.ga_key(doc), seq, doc))
 
     def shadow_top(self) -> int | None:
         """Greedy-anchor's choice now: the fringe page of largest b_i (FIFO among ties)."""
-        heap, status, base = self._shadow, self._table.status, self.base
+        heap, status, key = self._shadow, self._table.status, self.ga_key
         while heap:
             neg, _seq, doc = heap[0]
-            if status[doc] == FRINGE and -neg == base[doc]:
+            if status[doc] == FRINGE and -neg == key(doc):
                 return doc
             heapq.heappop(heap)
         return None
@@ -458,7 +555,7 @@ class ResidualIndex:
         if self.fallen or not self._fitted or self.states[doc] == SEED_STATE:
             return
         j = self.shadow_top()
-        if j is not None and j != doc and self.base[j] > self.base[doc]:
+        if j is not None and j != doc and self.ga_key(j) > self.ga_key(doc):
             self._preferred[doc] = j
 
     def duel_lost(self, doc: int, y: float) -> bool:
@@ -762,6 +859,7 @@ def _make_class() -> type:
             self._restore_published: dict[str, float] = {}  # c(x) as of the last re-fit, during load_state
             self._restore_select: list[float] | None = None  # mask, the two calibrations: during load_state
             self._restore_duel: list[float] | None = None  # the duel's state, during load_state
+            self._restore_link: list[float] | None = None  # in-link weight and exploration, during load_state
 
         @property
         def q(self) -> QTable:
@@ -775,17 +873,17 @@ def _make_class() -> type:
             b = parent_rel + anchor_rel
             idx.base[doc] = b
             idx.anchor[doc] = anchor_rel
-            if idx.link_mean:
+            if idx.links_kept:
                 idx.first_link(doc, parent_rel, anchor_rel)
             self.docs.key[doc] = b  # checkpoints carry b_i in the key column
             self.fringe.push(doc)
-            if idx.duel and parent_url is not None:
+            if idx.shadowing and parent_url is not None:
                 idx.shadow_push(doc)
 
         def _requeue(self, doc: int) -> None:
             self.fringe.push(doc)
             idx = self.index
-            if idx.duel and idx.states[doc] != SEED_STATE:
+            if idx.shadowing and idx.states[doc] != SEED_STATE:
                 idx.shadow_push(doc)
 
         def _remove_fringe(self, doc: int) -> None:
@@ -793,9 +891,42 @@ def _make_class() -> type:
 
         def _pop_fringe(self, host_ready: HostReady | None) -> int | None:
             doc = self.fringe.pop(host_ready)
-            if doc is not None and self.index.duel:
-                self.index.popped(doc)
+            idx = self.index
+            if doc is not None and idx.explore_every and idx.states[doc] != SEED_STATE:
+                doc = self._explore(doc, host_ready)
+            if doc is not None and idx.duel:
+                idx.popped(doc)
             return doc
+
+        def _explore(self, doc: int, host_ready: HostReady | None) -> int:
+            """Every ``explore_every``-th pop at which greedy-anchor's page (host ready) is not the index's,
+            greedy-anchor's page instead (the index's goes back to the fringe)."""
+            idx = self.index
+            g = idx.shadow_top()
+            if g is None or g == doc or (host_ready is not None and not host_ready(self.docs.host_id[g])):
+                return doc
+            idx.disagreements += 1
+            if idx.disagreements % idx.explore_every:
+                return doc
+            self.fringe.push(doc)
+            self.fringe.remove(g)
+            return g
+
+        def _relink(self) -> None:
+            """The learned in-link weight moved: every fringe page with two or more in-links gets its mixed
+            estimate (and its state) anew."""
+            idx, docs = self.index, self.docs
+            for doc, status in enumerate(docs.status):
+                if status != FRINGE or idx.states[doc] in (None, SEED_STATE) or idx.links[doc] < 2.0:
+                    continue
+                p, a = idx.mixed(doc)
+                self.fringe.remove(doc)
+                idx.base[doc] = p + a
+                idx.anchor[doc] = a
+                docs.key[doc] = p + a
+                if idx._key is not None:  # (a host-keyed state keeps the state of its last discovery)
+                    idx.states[doc] = idx._key(p, a, docs.depth[doc])
+                self.fringe.push(doc)
 
         def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
             # a better link raises b_i (link_mean: every new link moves the mixed estimate, up or down); the
@@ -803,10 +934,13 @@ def _make_class() -> type:
             idx, docs = self.index, self.docs
             if idx.states[doc] == SEED_STATE:
                 return
-            if idx.link_mean:  # the mixed estimate over every link: it may fall as well as rise
+            if idx.links_kept:  # the mixed estimate over every link: it may fall as well as rise
                 if parent_rel > docs.parent_rel[doc]:
                     docs.set_parent_rel(doc, parent_rel)
+                better = parent_rel + anchor_rel > idx.ga_key(doc)
                 parent_rel, anchor_rel = idx.more_link(doc, parent_rel, anchor_rel)
+                if better and idx.shadowing:  # greedy-anchor's key rose
+                    idx.shadow_push(doc)
                 b = parent_rel + anchor_rel
                 if b == idx.base[doc]:
                     return
@@ -824,12 +958,14 @@ def _make_class() -> type:
                 doc, docs.urls[doc], parent_url, parent_rel, anchor_rel, docs.depth[doc]
             )
             self.fringe.push(doc)
-            if idx.duel:
+            if idx.shadowing and not idx.links_kept:
                 idx.shadow_push(doc)
 
         def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
             if not was_fringe:
                 return
+            if self.index.link_weight is not None and self.index.link_sample(doc, g) is not None:
+                self._relink()
             state = self.index.states[doc]
             if self.index.learn(doc, g, children, 0.0):
                 self.fringe.rebuild()
@@ -864,6 +1000,9 @@ def _make_class() -> type:
             if idx.duel:
                 duel = [float(idx.fallen), idx.duel_sum, idx.duel_sq, float(idx.duel_n), float(idx._fitted)]
                 out["duel"] = duel
+            if idx.link_weight is not None or idx.explore_every:  # the learned in-link weight, exploration
+                lw = idx.link_weight.state() if idx.link_weight is not None else []
+                out["link"] = [idx.link_mean, float(idx.disagreements), *lw]
             anchor, status = idx.anchor, self.docs.status
             out["anchor"] = [
                 [doc, anchor[doc]] for doc, st in enumerate(status) if st in (FRINGE, FLIGHT) and anchor[doc]
@@ -882,11 +1021,14 @@ def _make_class() -> type:
             duel = state.get("duel")
             ok = isinstance(duel, list) and len(duel) == 5
             self._restore_duel = [float(v) for v in duel] if ok else None  # type: ignore[union-attr]
+            link = state.get("link")
+            ok = isinstance(link, list) and len(link) >= 2
+            self._restore_link = [float(v) for v in link] if ok else None  # type: ignore[union-attr]
             try:
                 super().load_state(state)
             finally:
                 self._restore_anchor, self._restore_fit, self._restore_published = {}, None, {}
-                self._restore_select = self._restore_duel = None
+                self._restore_select = self._restore_duel = self._restore_link = None
 
         def _restore_fringe(self, doc: int, dstate: str | None) -> None:
             self.index.states[doc] = dstate if dstate is not None else SEED_STATE
@@ -894,11 +1036,11 @@ def _make_class() -> type:
                 self.index.set_directory(doc, self.docs.urls[doc])
             self.index.base[doc] = self.docs.key[doc]
             self.index.anchor[doc] = self._restore_anchor.get(doc, 0.0)
-            if self.index.link_mean:  # the restored estimate counts as one link (the sums are not saved)
+            if self.index.links_kept:  # the restored estimate counts as one link (the sums are not saved)
                 ar = self.index.anchor[doc]
                 self.index.first_link(doc, self.index.base[doc] - ar, ar)
             self.fringe.push(doc)
-            if self.index.duel and self.index.states[doc] != SEED_STATE:
+            if self.index.shadowing and self.index.states[doc] != SEED_STATE:
                 self.index.shadow_push(doc)
 
         def index_of(self, url: str) -> float:
@@ -923,6 +1065,13 @@ def _make_class() -> type:
             if self._restore_duel is not None and idx.duel:
                 fallen, idx.duel_sum, idx.duel_sq, n, fitted = self._restore_duel
                 idx.fallen, idx.duel_n, idx._fitted = bool(fallen), int(n), bool(fitted)
+            link = self._restore_link
+            if link is not None and (idx.link_weight is not None or idx.explore_every):
+                if link[0] in LINK_GRID or idx.link_weight is None:
+                    idx.link_mean = link[0]
+                idx.disagreements = int(link[1])
+                if idx.link_weight is not None and len(link) == 6 + 3 * len(LINK_GRID):
+                    idx.link_weight.restore(link[2:])
 
         def save_q(self, path: str | os.PathLike[str]) -> None:
             self.index.save(path)
