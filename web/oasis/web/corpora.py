@@ -15,7 +15,8 @@
   each at /usr/share/doc/PACKAGE/html; holdout-6 (session 10): ``python-dask-doc`` and
   ``python-fonttools-doc`` (at /usr/share/doc/fonttools/html); holdout-7 (session 10):
   ``python-pygame-doc`` and ``python-flask-doc``; holdout-8 (session 11): ``python-cryptography-doc`` and
-  ``python-lxml-doc`` (at /usr/share/doc/python-lxml/html).
+  ``python-lxml-doc`` (at /usr/share/doc/python-lxml/html); holdout-9 (session 11): ``python-werkzeug-doc``
+  and ``python-ipython-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -209,6 +210,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-lxml-doc",
             root=DOC_ROOT / "python-lxml" / "html",  # the package installs its tree under python-lxml/
             base_url="http://lxml.docs.local/",
+            experiment=True,
+        ),
+        # holdout-9 (session 11), fixed after holdout-8's single run, for the next robot: docs/replay.md
+        DebianCorpus(
+            name="python-werkzeug-doc",
+            package="python-werkzeug-doc",
+            root=DOC_ROOT / "python-werkzeug-doc" / "html",
+            base_url="http://werkzeug.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-ipython-doc",
+            package="python-ipython-doc",
+            root=DOC_ROOT / "python-ipython-doc" / "html",
+            base_url="http://ipython.docs.local/",
             experiment=True,
         ),
     )
