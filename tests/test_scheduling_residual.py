@@ -326,23 +326,32 @@ def test_without_learning_it_is_greedy_anchor(small_web: object, config: Any) ->
     assert out["whittle"]["P"] == out["greedy-anchor"]["P"]
 
 
+Pages = dict[str, tuple[float, list[tuple[str, float]]]]  # url -> (relevance, [(link, anchor relevance)])
+
+
+def _fetch_order(ctl: Any, pages: Pages, steps: int) -> list[str]:
+    """Crawl ``pages`` from the seed http://w/s one fetch at a time (a page not listed: relevance 0, no links)
+    for ``steps`` fetches; returns the fetch order."""
+    ctl.add_seeds(["http://w/s"])
+    order: list[str] = []
+    for step in range(steps):
+        (url,) = ctl.next_batch(1, float(step))
+        rel, links = pages.get(url, (0.0, []))
+        ctl.report(FetchOutcome(url, "new", rel, [Discovered(u, "", a) for u, a in links]), float(step))
+        order.append(url)
+    return order
+
+
 def _crawl_order(ctl: Any) -> list[str]:
     """Seed s (relevance .5) links to x (anchor .1), y and z (anchor .0: b .5 each); x (relevance .2) links to
     y again. Returns the fetch order."""
-    pages = {
+    pages: Pages = {
         "http://w/s": (0.5, [("http://w/x", 0.1), ("http://w/y", 0.0), ("http://w/z", 0.0)]),
         "http://w/x": (0.2, [("http://w/y", 0.0)]),
         "http://w/y": (0.0, []),
         "http://w/z": (0.0, []),
     }
-    ctl.add_seeds(["http://w/s"])
-    order: list[str] = []
-    for step in range(4):
-        (url,) = ctl.next_batch(1, float(step))
-        rel, links = pages[url]
-        ctl.report(FetchOutcome(url, "new", rel, [Discovered(u, "", a) for u, a in links]), float(step))
-        order.append(url)
-    return order
+    return _fetch_order(ctl, pages, 4)
 
 
 def test_hand_worked_link_mean() -> None:
@@ -373,18 +382,11 @@ def _star_order(ctl: Any) -> list[str]:
     """Seed s (relevance .5) links to x (anchor .1: b .6) and to y1..y6 (anchor 0: b .5 each, exact ties); x
     (relevance .2) links to y3 again (b .2, below its .5). Returns the fetch order."""
     ys = [f"http://w/y{i}" for i in range(1, 7)]
-    pages: dict[str, tuple[float, list[tuple[str, float]]]] = {
+    pages: Pages = {
         "http://w/s": (0.5, [("http://w/x", 0.1)] + [(y, 0.0) for y in ys]),
         "http://w/x": (0.2, [("http://w/y3", 0.0)]),
     }
-    ctl.add_seeds(["http://w/s"])
-    order: list[str] = []
-    for step in range(8):
-        (url,) = ctl.next_batch(1, float(step))
-        rel, links = pages.get(url, (0.0, []))
-        ctl.report(FetchOutcome(url, "new", rel, [Discovered(u, "", a) for u, a in links]), float(step))
-        order.append(url)
-    return order
+    return _fetch_order(ctl, pages, 8)
 
 
 def test_greedy_anchor_shuffled_breaks_only_exact_ties_at_random() -> None:
@@ -923,19 +925,12 @@ def test_link_weight_decides_once_by_hand() -> None:
 def _explore_order(ctl: Any) -> list[str]:
     """Seed s (relevance .5) links to y1..y3 (anchor 0: b .5 each); y1 (relevance 0) links to z (anchor .3: b
     .3) and w (anchor .25: b .25), y2 (relevance 0) links to z again (anchor 0). Returns the fetch order."""
-    pages: dict[str, tuple[float, list[tuple[str, float]]]] = {
+    pages: Pages = {
         "http://w/s": (0.5, [("http://w/y1", 0.0), ("http://w/y2", 0.0), ("http://w/y3", 0.0)]),
         "http://w/y1": (0.0, [("http://w/z", 0.3), ("http://w/w", 0.25)]),
         "http://w/y2": (0.0, [("http://w/z", 0.0)]),
     }
-    ctl.add_seeds(["http://w/s"])
-    order: list[str] = []
-    for step in range(6):
-        (url,) = ctl.next_batch(1, float(step))
-        rel, links = pages.get(url, (0.0, []))
-        ctl.report(FetchOutcome(url, "new", rel, [Discovered(u, "", a) for u, a in links]), float(step))
-        order.append(url)
-    return order
+    return _fetch_order(ctl, pages, 6)
 
 
 def test_exploration_fetches_greedy_anchors_page_at_every_nth_disagreement() -> None:
