@@ -241,8 +241,9 @@ class ResidualIndex:
         self.default_mask = (config.select_default if self.select else 7) & (7 if self.dirs else TILT | STATE)
         self.mask = self.default_mask
         self.fit_two = self.fit_common = self.fit
-        # the prequential duel against greedy-anchor: its queue (lazy heap of (-b_i, push number, doc)), the
-        # page it preferred at each pop where the index chose another, and the running sums of the duel
+        # the prequential duel against greedy-anchor (and exploration): greedy-anchor's queue (lazy heap of
+        # (-ga_key, push number, doc), ga_key the best link's p + a), the page it preferred at each pop where
+        # the index chose another, and the running sums of the duel
         self.duel = config.duel_z is not None
         self.shadowing = self.duel or self.explore_every > 0  # greedy-anchor's queue is kept beside the index
         self._shadow: list[tuple[float, int, int]] = []
@@ -287,8 +288,10 @@ class ResidualIndex:
         """A fetch of fringe document ``doc`` (reward ``g``) for the learned in-link weight: counted if it had
         two or more in-links; returns the new weight when the choice moves (the caller re-keys the fringe)."""
         lw = self.link_weight
+        if lw is None or not self.config.learn or self.states[doc] in (None, SEED_STATE):
+            return None
         n = self.links[doc]
-        if lw is None or not self.config.learn or n < 2.0 or self.states[doc] in (None, SEED_STATE):
+        if n < 2.0:
             return None
         best = self.best_p[doc] + self.best_a[doc]
         mean = (self.sum_p[doc] + self.sum_a[doc]) / n
