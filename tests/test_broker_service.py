@@ -245,8 +245,9 @@ def test_slow_engine_times_out_within_deadline_plus_50ms_with_partial_results(cl
     assert states(reply)["pg"] == OK
     assert reply.partial is True
     assert {h.engine for h in reply.hits} == {"pg"}
-    # the deadline was propagated: the engine saw a gRPC timeout no larger than the query's deadline
-    assert 0 < cluster.engines["py"].timeouts_seen[-1] <= 0.300
+    # the deadline was propagated: the engine saw a gRPC timeout no larger than the query's deadline less the
+    # broker's reply margin (10% of 300 ms), kept to merge and send the reply by the deadline on a loaded host
+    assert 0 < cluster.engines["py"].timeouts_seen[-1] <= 0.300 - 0.030
 
 
 def test_caller_grpc_deadline_shorter_than_deadline_ms_is_respected(cluster: Cluster) -> None:

@@ -7,7 +7,8 @@ Pure of gRPC: the directory and the engines are reached through the protocols of
   has never routed, to every engine it has ever been routed to (``fallback``). Either is shown in each
   engine's status message.
 * One absolute deadline is computed per query; every engine call gets the time left as its timeout, and the
-  broker stops waiting at the deadline and returns what has arrived (stragglers are marked ``timeout``).
+  broker stops waiting at the deadline and returns what has arrived (stragglers are marked ``timeout``); the
+  deadline keeps a reply margin (10% of the query's time, 5-50 ms) for the merge and the reply.
 * Engines failing repeatedly are suspended with capped exponential back-off (:mod:`oasis.broker.suspension`).
 * At most ``max_concurrent_queries`` queries run at once; beyond that :class:`Overloaded` is raised at once.
 """
@@ -45,8 +46,11 @@ RouteSource = Literal["directory", "cache", "stale", "fallback"]
 MAX_QUERY_CHARS = 2048
 MAX_K = 1000
 MAX_DEADLINE_MS = 60_000
-REPLY_MARGIN_SECONDS = 0.005  # keep at least this much of the caller's gRPC deadline to send the reply,
-REPLY_MARGIN_FRACTION = 0.1  # or this share of it (at most REPLY_MARGIN_MAX): a loaded host delays the reply
+# the reply margin: of the query's time (the earlier of deadline_ms and the caller's gRPC deadline) the broker
+# keeps this share, at least REPLY_MARGIN_SECONDS and at most REPLY_MARGIN_MAX, to merge and send the reply
+# (a loaded host delays it)
+REPLY_MARGIN_SECONDS = 0.005
+REPLY_MARGIN_FRACTION = 0.1
 REPLY_MARGIN_MAX = 0.05
 
 
@@ -189,16 +193,17 @@ class Broker:
         """Search every routed engine under one deadline and merge.
 
         ``caller_remaining`` is the time left on the caller's own (gRPC) deadline, if any; the query's
-        deadline is the earlier of it and ``deadline_ms``.
+        deadline is the earlier of it and ``deadline_ms``, and the broker stops waiting for engines a reply
+        margin before it (10% of it, 5-50 ms), so that the merged reply reaches the caller by the deadline
+        on a loaded host too.
         """
         start = self._clock()
         query = check_request(query, k, deadline_ms, max_engines)
-        budget = (deadline_ms or self.config.default_deadline_ms) / 1000.0
+        limit = (deadline_ms or self.config.default_deadline_ms) / 1000.0
         if caller_remaining is not None:
-            margin = REPLY_MARGIN_FRACTION * caller_remaining
-            margin = min(max(REPLY_MARGIN_SECONDS, margin), REPLY_MARGIN_MAX)
-            budget = min(budget, caller_remaining - margin)
-        deadline = start + max(budget, 0.0)
+            limit = min(limit, caller_remaining)
+        margin = min(max(REPLY_MARGIN_SECONDS, REPLY_MARGIN_FRACTION * limit), REPLY_MARGIN_MAX)
+        deadline = start + max(limit - margin, 0.0)
         if not self._slots.acquire(blocking=False):
             raise Overloaded(
                 f"broker is at its limit of {self.config.max_concurrent_queries} concurrent queries"
