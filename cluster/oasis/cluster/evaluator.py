@@ -110,20 +110,31 @@ class LiveEvaluator:
         truth_api = truth_client(cluster)
         if truth_api is None:
             raise NoCluster("the cluster's web has no ground truth (not a living web)")
+        engines = {
+            engine.name: EngineClient(engine.address, timeout=30.0) for engine in cluster.of_kind("engine")
+        }
         try:
-            # the sample's time is when the ground truth was read: a change made while the rest of the
-            # evaluation runs belongs to the next sample, not to this one's time stamp
-            now = self._clock()
-            truth = truth_api.truth()
-            # what each engine holds, read at once: scoring a burst's new versions takes seconds, and robots
-            # that re-crawl meanwhile must not make this sample fresher than the web it was read against
-            held = {engine.name: self._held(engine.address) for engine in cluster.of_kind("engine")}
-            pages = {u: (int(v), float(m)) for u, (v, m) in truth["pages"].items()}
-            missing = [u for u, (v, _) in pages.items() if (u, v) not in self._texts]
-            for url, t in truth_api.texts(missing).items():
-                self._texts[(url, int(t["version"]))] = (str(t["title"]), str(t["text"]))
+            return self._sample(cluster, truth_api, engines)
         finally:
             truth_api.close()
+            for client in engines.values():
+                client.close()
+
+    def _sample(
+        self, cluster: Cluster, truth_api: TruthClient, engines: dict[str, EngineClient]
+    ) -> dict[str, Any]:
+        """One sample, through one client per engine (its documents, then its scores)."""
+        # the sample's time is when the ground truth was read: a change made while the rest of the evaluation
+        # runs belongs to the next sample, not to this one's time stamp
+        now = self._clock()
+        truth = truth_api.truth()
+        # what each engine holds, read at once: scoring a burst's new versions takes seconds, and robots that
+        # re-crawl meanwhile must not make this sample fresher than the web it was read against
+        held = {name: self._held(client) for name, client in engines.items()}
+        pages = {u: (int(v), float(m)) for u, (v, m) in truth["pages"].items()}
+        missing = [u for u, (v, _) in pages.items() if (u, v) not in self._texts]
+        for url, t in truth_api.texts(missing).items():
+            self._texts[(url, int(t["version"]))] = (str(t["title"]), str(t["text"]))
         counts = truth.get("counts", {})
         row: dict[str, Any] = {
             "time": now,
@@ -132,53 +143,44 @@ class LiveEvaluator:
             "topics": {},
         }
         robots = {s.name.removeprefix(ROBOT_PREFIX): s.address for s in cluster.of_kind("robot")}
-        for engine in cluster.of_kind("engine"):
-            docs = held[engine.name]
-            if isinstance(docs, ServiceError):
-                logger.warning("topic %s not evaluated: %s", engine.name, docs)
-                continue
+        for name, client in engines.items():
+            docs = held[name]
             try:
-                robot = robots.get(engine.name)
-                row["topics"][engine.name] = self._topic(engine.name, engine.address, docs, pages, robot, now)
+                if isinstance(docs, ServiceError):
+                    raise docs
+                row["topics"][name] = self._topic(name, client, docs, pages, robots.get(name), now)
             except ServiceError as exc:
-                logger.warning("topic %s not evaluated: %s", engine.name, exc)
+                logger.warning("topic %s not evaluated: %s", name, exc)
         return row
 
     @staticmethod
-    def _held(address: str) -> list[EngineDocument] | ServiceError:
+    def _held(client: EngineClient) -> list[EngineDocument] | ServiceError:
         """An engine's documents (URL, fetch time, stored relevance), or the error that stopped the call."""
-        client = EngineClient(address, timeout=30.0)
         try:
             return client.list_documents()
         except ServiceError as exc:
             return exc
-        finally:
-            client.close()
 
     def _topic(
         self,
         topic: str,
-        address: str,
+        client: EngineClient,
         docs: list[EngineDocument],
         pages: dict[str, tuple[int, float]],
         robot: str | None,
         now: float,
     ) -> dict[str, Any]:
-        client = EngineClient(address, timeout=30.0)
-        try:
-            # the engine's model takes IDF from its own collection and rebuilds it when the collection's size
-            # changed (below 100 documents: any change; above: by a quarter): cached scores follow that rule
-            n0, n = self._scored_at.get(topic), len(docs)
-            if n0 is None or (n != n0 and (n0 < 100 or abs(n - n0) >= MODEL_REFRESH * n0)):
-                self._relevance[topic] = {}
-                self._scored_at[topic] = len(docs)
-            cache = self._relevance.setdefault(topic, {})
-            todo = [(u, v) for u, (v, _) in pages.items() if (u, v) not in cache and (u, v) in self._texts]
-            if todo:
-                for key, r in zip(todo, client.score([self._texts[k] for k in todo]), strict=True):
-                    cache[key] = r
-        finally:
-            client.close()
+        # the engine's model takes IDF from its own collection and rebuilds it when the collection's size
+        # changed (below 100 documents: any change; above: by a quarter): cached scores follow that rule
+        n0, n = self._scored_at.get(topic), len(docs)
+        if n0 is None or (n != n0 and (n0 < 100 or abs(n - n0) >= MODEL_REFRESH * n0)):
+            self._relevance[topic] = {}
+            self._scored_at[topic] = len(docs)
+        cache = self._relevance.setdefault(topic, {})
+        todo = [(u, v) for u, (v, _) in pages.items() if (u, v) not in cache and (u, v) in self._texts]
+        if todo:
+            for key, r in zip(todo, client.score([self._texts[k] for k in todo]), strict=True):
+                cache[key] = r
         relevance = {u: cache.get((u, v), 0.0) for u, (v, _) in pages.items()}
         q = collection_quality(
             {u: m for u, (_, m) in pages.items()},
