@@ -923,13 +923,19 @@ def _make_class() -> type:
                 if status != FRINGE or idx.states[doc] in (None, SEED_STATE) or idx.links[doc] < 2.0:
                     continue
                 p, a = idx.mixed(doc)
-                self.fringe.remove(doc)
-                idx.base[doc] = p + a
-                idx.anchor[doc] = a
-                docs.key[doc] = p + a
-                if idx._key is not None:  # (a host-keyed state keeps the state of its last discovery)
-                    idx.states[doc] = idx._key(p, a, docs.depth[doc])
-                self.fringe.push(doc)
+                # (a host-keyed state keeps the state of its last discovery)
+                state = idx._key(p, a, docs.depth[doc]) if idx._key is not None else idx.states[doc]
+                self._re_estimate(doc, p, a, state)  # type: ignore[arg-type]
+
+        def _re_estimate(self, doc: int, p: float, a: float, state: str) -> None:
+            """Re-queue fringe document ``doc`` with the estimate p + a (anchor part a) in ``state``."""
+            idx = self.index
+            self.fringe.remove(doc)
+            idx.base[doc] = p + a
+            idx.anchor[doc] = a
+            self.docs.key[doc] = p + a
+            idx.states[doc] = state
+            self.fringe.push(doc)
 
         def _rediscovered(self, doc: int, parent_url: str, parent_rel: float, anchor_rel: float) -> None:
             # a better link raises b_i (link_mean: every new link moves the mixed estimate, up or down); the
@@ -953,14 +959,8 @@ def _make_class() -> type:
                     return
                 if parent_rel > docs.parent_rel[doc]:
                     docs.set_parent_rel(doc, parent_rel)
-            self.fringe.remove(doc)
-            idx.base[doc] = b
-            idx.anchor[doc] = anchor_rel
-            docs.key[doc] = b
-            idx.states[doc] = idx.state_of(
-                doc, docs.urls[doc], parent_url, parent_rel, anchor_rel, docs.depth[doc]
-            )
-            self.fringe.push(doc)
+            state = idx.state_of(doc, docs.urls[doc], parent_url, parent_rel, anchor_rel, docs.depth[doc])
+            self._re_estimate(doc, parent_rel, anchor_rel, state)
             if idx.shadowing and not idx.links_kept:
                 idx.shadow_push(doc)
 
