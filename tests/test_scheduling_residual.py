@@ -984,3 +984,23 @@ def test_learned_link_weight_re_keys_the_fringe_and_survives_a_checkpoint() -> N
     # each controller (a replay traversal) decides anew from the training choice: no table carries it
     fresh = make_controller("whittle", rng=random.Random(0), config=cfg, q=ctl.q)
     assert fresh.index.link_mean == 0.5 and fresh.index.link_weight.n == 0.0
+
+
+def test_a_corrupt_link_section_of_a_checkpoint_is_refused_or_ignored() -> None:
+    """A checkpoint's ``link`` section (the learned weight, the exploration count, the sums): a non-number is
+    a ValueError (the crawler turns it into "cannot be resumed; move it aside"), a weight outside LINK_GRID or
+    sums of the wrong length are ignored (the training choice, no samples), never half-applied."""
+    ctl = make_controller("whittle", rng=random.Random(0), config=SHIPPED)
+    ctl.add_seeds(["http://w/s"])
+    ctl.next_batch(1, 0.0)
+    ctl.report(FetchOutcome("http://w/s", "new", 0.5, [Discovered("http://w/a", "", 0.1)]), 0.0)
+    state = json.loads(json.dumps(ctl.state_dict()))
+    for bad in (["x", 1.0], [0.5, "y"]):
+        with pytest.raises(ValueError):
+            make_controller("whittle", rng=random.Random(0), config=SHIPPED).load_state(
+                {**state, "link": bad}
+            )
+    odd = make_controller("whittle", rng=random.Random(0), config=SHIPPED)
+    odd.load_state({**state, "link": [7.0, 3.0, 1.0]})
+    assert odd.index.link_mean == SHIPPED.link_mean and odd.index.link_weight.n == 0.0
+    assert odd.index.disagreements == 3
