@@ -186,7 +186,7 @@ def build_hostile_web() -> tuple[dict[str, LocalWeb], Tracked]:
     for i in range(GOOD):
         main.routes[f"/g{i}.html"] = page(html(f"good {i}", f"sql database table query index page{i}"))
     hostile = [
-        "/bomb0", "/bomb1", "/bomb2", "/ten-mb-chunked", "/ten-mb-declared", "/endless", "/loop1",
+        "/bomb0", "/bomb1", "/bomb2", "/ten-mb-chunked", "/ten-mb-declared", "/endless", "/loop1", "/loop2",
         "/to-file", "/to-data", "/to-mailto", "/latin1.html", "/koi8.html", "/sjis.html", "/malformed.html",
         "/private/secret.html", "/cal/2026-01",
     ]  # fmt: skip
@@ -269,7 +269,10 @@ def test_hostile_web_memory_robots_and_the_rest_of_the_crawl(tmp_path: Path, eng
     assert "/nope/x.html" not in webs["badrobots"].paths()
     for w in webs.values():
         assert w.paths()[0] == "/robots.txt" and w.paths().count("/robots.txt") == 1
-    # redirects: the loop fetched each URL once; no non-http target was ever requested anywhere
+    # redirects: the loop fetched each URL once; no non-http target was ever requested anywhere. Both ends
+    # of the loop are linked from the home page: a URL reached only by a redirect has no evidence of its own
+    # (no anchor, a parent of no content), so whether it beats the calendar trap to the budget depends on the
+    # order fetches finish in; test_robot_crawl covers a redirect-only target on a web without a trap
     assert main.paths().count("/loop1") == 1 and main.paths().count("/loop2") == 1
     assert errors.get("bad_redirect", 0) >= 3
     # one host never holds every fetcher: the slow host had one request at a time, and other hosts were

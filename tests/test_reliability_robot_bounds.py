@@ -123,17 +123,23 @@ def test_a_page_of_100000_links_costs_a_fraction_of_resolving_them_all() -> None
 # ---------------------------------------------------------------------------------------------- per IP
 def test_100_hosts_on_one_ip_share_one_politeness_budget(engine: LocalEngine, tmp_path: Path) -> None:
     """100 hosts (ports) on 127.0.0.1: at most ``per_ip_in_flight`` requests at once to the address and
-    starts at least ``ip_gap`` apart, though every host on its own would be ready."""
+    starts at least ``ip_gap`` apart, though every host on its own would be ready.
+
+    Every request the robot can make is counted (robots.txt, the front page, its two links, one of them a
+    404), so the count is exact whatever order the scheduler picks: the 120 pages of the budget plus the
+    robots.txt of every host visited (which hosts, and how many, depends on the order, hence on timing)."""
     lock = threading.Lock()
     state = {"now": 0, "peak": 0}
     starts: list[float] = []
+    seen: list[tuple[str, str]] = []  # (host, path) of every request, as the servers saw it
 
-    def counted(body: bytes, status: int = 200) -> object:
+    def counted(host: str, path: str, body: bytes, status: int = 200) -> object:
         def route(h: BaseHTTPRequestHandler) -> None:
             with lock:
                 state["now"] += 1
                 state["peak"] = max(state["peak"], state["now"])
                 starts.append(time.monotonic())
+                seen.append((host, path))
             try:
                 time.sleep(0.02)
                 send(h, status, body)
@@ -146,9 +152,11 @@ def test_100_hosts_on_one_ip_share_one_politeness_budget(engine: LocalEngine, tm
     webs = [LocalWeb().start() for _ in range(100)]
     try:
         for w in webs:
-            w.routes["/robots.txt"] = counted(b"", 404)  # type: ignore[assignment]
-            w.routes["/"] = counted(html("db", "sql query", ["/a", "/b"]).encode())  # type: ignore[assignment]
-            w.routes["/a"] = counted(html("db a", "sql index").encode())  # type: ignore[assignment]
+            w.routes["/robots.txt"] = counted(w.host, "/robots.txt", b"", 404)  # type: ignore[assignment]
+            front = html("db", "sql query", ["/a", "/b"]).encode()
+            w.routes["/"] = counted(w.host, "/", front)  # type: ignore[assignment]
+            w.routes["/a"] = counted(w.host, "/a", html("db a", "sql index").encode())  # type: ignore[assignment]
+            w.routes["/b"] = counted(w.host, "/b", b"gone", 404)  # type: ignore[assignment]
         gap = 0.04
         crawler, client = make_crawler(
             engine, tmp_path, min_delay=0.05, max_in_flight=8, per_ip_in_flight=2, ip_interval=gap,
@@ -166,9 +174,17 @@ def test_100_hosts_on_one_ip_share_one_politeness_budget(engine: LocalEngine, tm
     starts.sort()
     span = starts[-1] - starts[0]
     closest = min(b - a for a, b in itertools.pairwise(starts))
+    robots = [h for h, p in seen if p == "/robots.txt"]
+    pages = [(h, p) for h, p in seen if p != "/robots.txt"]
     print(f"{len(starts)} requests to one IP in {span:.1f} s ({len(starts) / span:.1f}/s), "
-          f"at most {state['peak']} at once, closest starts {closest * 1000:.1f} ms")  # fmt: skip
-    assert len(starts) >= 200  # 100 robots.txt + 100 front pages at least
+          f"at most {state['peak']} at once, closest starts {closest * 1000:.1f} ms; {len(pages)} pages on "
+          f"{len({h for h, _ in pages})} hosts, robots.txt of {len(set(robots))}")  # fmt: skip
+    # the whole budget reached the one IP, and every host with a page fetched had its robots.txt read (a host
+    # whose robots.txt was read when the budget ran out has none): >= 40
+    # hosts (at most 3 pages each), so >= 160 requests to time
+    assert len(pages) == 120 and len(set(pages)) == 120
+    assert {h for h, _ in pages} <= set(robots)
+    assert len(starts) == len(robots) + len(pages) >= 160
     assert state["peak"] <= 2
     assert len(starts) / span <= 1 / gap * 1.1
     # starts at least ``gap`` apart, as the server sees them (arrivals jitter by a thread switch): no 1 s

@@ -3,6 +3,14 @@
 restarted -- then: every acknowledged document is in its engine, every query was answered (hits or a
 clear error) within its deadline + 50 ms, and no service's memory went over its cap.
 
+"Within its deadline + 50 ms" is the broker's promise on a machine that runs it on time. On this shared
+2-core machine the load itself (three robots, ten services, the test's own threads) can leave a ready process
+waiting for a core for a while, and a query that the broker cut at its deadline then reaches the test late
+(session 11: 3 of 693 queries at 680-736 ms, all partial, i.e. cut on time). So the same run measures the
+baseline: a pinger calls the broker's health check (a reply with no work behind it) every 50 ms over one
+open channel, and a query may exceed deadline + 50 ms by at most the slowest ping that overlapped it. A
+broker that waits past its deadline (for a stopped engine: up to the client's deadline + 1 s) still fails.
+
 The hostile queries here are the ones the broker answers within its deadline on today's engines (long,
 nested, junk, field syntax); the queries of death of issue 15 item 2 (``?*``, ``*a* *e*``, long proximity
 phrases) keep an engine's CPU busy after the broker has answered and are the subject of that item's tests.
@@ -18,7 +26,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from oasis.cluster.config import load_config
 from oasis.cluster.launcher import Cluster, bring_up
@@ -105,6 +115,7 @@ def test_soak_mixed_load_with_faults(tmp_path: Path) -> None:
     stop = threading.Event()
     lock = threading.Lock()
     latencies: list[tuple[float, str, str, float]] = []  # (ms, query, outcome, seconds into the load)
+    pings: list[tuple[float, float]] = []  # (seconds into the load at the start, ms) of each health check
     acked: dict[str, set[str]] = defaultdict(set)  # engine -> acknowledged URLs
     peaks: dict[str, int] = defaultdict(int)
     errors: list[str] = []
@@ -158,6 +169,21 @@ def test_soak_mixed_load_with_faults(tmp_path: Path) -> None:
                     client.close()
             time.sleep(0.2)
 
+    def pinger() -> None:
+        with grpc.insecure_channel(cluster.of_kind("broker")[0].address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            stub.Check(health_pb2.HealthCheckRequest(), timeout=5)  # connected before the load starts
+            while not stop.is_set():
+                time.sleep(0.05)
+                t0 = time.monotonic()
+                try:
+                    stub.Check(health_pb2.HealthCheckRequest(), timeout=2)
+                except grpc.RpcError:  # the broker never stops here: a failed check excuses nothing
+                    continue
+                took = (time.monotonic() - t0) * 1000
+                with lock:
+                    pings.append((t0 - t_start, took))
+
     def sampler() -> None:
         while not stop.is_set():
             with lock:
@@ -173,7 +199,7 @@ def test_soak_mixed_load_with_faults(tmp_path: Path) -> None:
         warm.close()
     t_start = time.monotonic()
     threads = [threading.Thread(target=querier, args=(i,)) for i in range(2)]
-    threads += [threading.Thread(target=indexer), threading.Thread(target=sampler)]
+    threads += [threading.Thread(target=f) for f in (indexer, sampler, pinger)]
     for t in threads:
         t.start()
     try:
@@ -225,12 +251,25 @@ def test_soak_mixed_load_with_faults(tmp_path: Path) -> None:
         )
         assert len(latencies) > 100 and total_acked > 300
         assert missing == [], f"{len(missing)} acknowledged documents missing, e.g. {missing[:3]}"
-        late = [x for x in latencies if x[0] > DEADLINE_MS + SLACK_MS]
-        assert late == [], f"{len(late)} queries over the deadline + 50 ms: {late[:5]}"
+        over = [(x, ping_during(pings, x)) for x in latencies if x[0] > DEADLINE_MS + SLACK_MS]
+        late = [(x, excuse) for x, excuse in over if x[0] > DEADLINE_MS + SLACK_MS + excuse]
+        print(
+            f"pings: {len(pings)}, median {sorted(p for _, p in pings)[len(pings) // 2]:.1f} ms, worst "
+            f"{max(p for _, p in pings):.0f} ms; queries over {DEADLINE_MS + SLACK_MS} ms (ms, slowest ping "
+            f"beside it): {[(round(x[0]), round(e)) for x, e in over]}"
+        )
+        assert len(pings) > 200
+        assert late == [], f"{len(late)} queries over the deadline + 50 ms + the ping beside them: {late[:5]}"
         for s in cluster.services:
             assert 0 < peaks[s.name] <= CAPS[s.kind], f"{s.name}: {peaks[s.name] / MiB:.0f} MiB"
     finally:
         cluster.down(grace=10)
+
+
+def ping_during(pings: list[tuple[float, float]], query: tuple[float, str, str, float]) -> float:
+    """The slowest health check that overlapped the query (both as (start s, ms)); 0 if none did."""
+    start, end = query[3], query[3] + query[0] / 1000
+    return max((ms for t, ms in pings if t < end and t + ms / 1000 > start), default=0.0)
 
 
 pytestmark = pytest.mark.slow
