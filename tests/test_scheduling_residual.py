@@ -559,6 +559,66 @@ def test_tie_noise_tool_measures_the_shipped_robot_against_shuffled_ties(tmp_pat
         main(["noise", "--out", str(tmp_path), "--shuffles", "1", "--runs", "0"])
 
 
+def test_a_link_order_is_the_same_web_with_each_pages_links_permuted() -> None:
+    """``Replay.with_link_order``: order 0 is the web as served; another order has every page's links (with
+    their anchors) as a permutation of the served ones, the same pages, relevance and seeds, the same order
+    for the same seed, and a different order somewhere (synthetic run 0: its pages have many links)."""
+    from oasis.replay.shipped import TRAINING, _prepare
+
+    replay = _prepare(*TRAINING[0]).replay
+    assert replay.with_link_order(0) is replay
+    one, again, two = replay.with_link_order(1), replay.with_link_order(1), replay.with_link_order(2)
+    assert one.urls == replay.urls and one.seeds == replay.seeds and one.reachable == replay.reachable
+    assert (one.relevance == replay.relevance).all()
+    moved = 0
+    for i in range(len(replay)):
+        served = [(d.url, d.anchor_relevance) for d in replay.links(i)]
+        shuffled = [(d.url, d.anchor_relevance) for d in one.links(i)]
+        assert sorted(shuffled) == sorted(served)
+        assert shuffled == [(d.url, d.anchor_relevance) for d in again.links(i)]
+        moved += shuffled != served
+    assert moved > len(replay) // 2
+    assert any([d.url for d in one.links(i)] != [d.url for d in two.links(i)] for i in range(len(replay)))
+
+
+def test_link_order_tool_pairs_the_robot_and_greedy_anchor_on_each_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m oasis.replay.shipped orders``: order 0's margin is the one ``compare`` measures on the web
+    as served; each other order's is the robot's raw P over greedy-anchor's on that same order; the mean,
+    standard error and verdict follow the margins; the table, JSON and PNG are written; one order is refused.
+    """
+    import math
+    import statistics
+
+    from oasis.replay.shipped import TRAINING, _prepare, compare, link_orders, main
+
+    (row,) = link_orders([TRAINING[0]], orders=3)
+    table = shipped_table(SHIPPED.carry, SHIPPED.carry_state)
+    (cmp,) = compare([replace(SHIPPED, start="empty")], 1, table, [0])
+    assert row["as_served"] == row["margins"][0] == pytest.approx(cmp["t1_vs_greedy_anchor"][0], abs=1e-9)
+    prepared = _prepare(*TRAINING[0])
+    shuffled = replace(prepared, replay=prepared.replay.with_link_order(2))
+    pol = Experiment(shuffled, ExperimentConfig(policies=("greedy-anchor", "whittle"), traversals=1)).run()
+    ps = {k: float(v["P"][0]) for k, v in pol["policies"].items()}
+    assert row["margins"][2] == pytest.approx(100 * (ps["whittle"] / ps["greedy-anchor"] - 1), abs=1e-9)
+    assert row["mean"] == pytest.approx(statistics.fmean(row["margins"]))
+    assert row["se"] == pytest.approx(statistics.stdev(row["margins"]) / math.sqrt(3))
+    assert row["ahead_on"] == sum(m > 0 for m in row["margins"])
+    expect = "ahead" if row["mean"] > 2 * row["se"] else "behind" if row["mean"] < -2 * row["se"] else "level"
+    assert row["verdict"] == expect
+    assert main(["orders", "--out", str(tmp_path), "--orders", "2", "--runs", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "as served: ahead on" in printed and f"{row['as_served']:+.2f}" in printed
+    saved = json.loads((tmp_path / "orders.json").read_text(encoding="utf-8"))
+    assert [r["run"] for r in saved] == ["0"] and saved[0]["margins"] == pytest.approx(row["margins"][:2])
+    assert (tmp_path / "orders.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit):
+        main(["orders", "--out", str(tmp_path), "--orders", "1", "--runs", "0"])
+    with pytest.raises(ValueError, match="orders must be >= 2"):
+        link_orders([TRAINING[0]], orders=1)
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
@@ -567,6 +627,8 @@ def test_tie_noise_tool_measures_the_shipped_robot_against_shuffled_ties(tmp_pat
         (["compare", "--runs", "0,x"], "--runs must be comma-separated"),  # not a number
         (["train", "--out", "OUT/q.json", "--runs", "999"], "--runs must be in 0.."),
         (["noise", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),  # under a regular file
+        (["orders", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
+        (["orders", "--out", "OUT", "--runs", "0,99"], "--runs must be in 0.."),
         (["evaluate", "--split", "holdout-6", "--out", "FILE/sub"], "cannot create --out"),
         (
             ["evaluate", "--split", "holdout-6", "--out", "OUT", "--traversals", "1"],

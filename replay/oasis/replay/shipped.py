@@ -26,6 +26,11 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         and spread of --shuffles runs) against greedy-anchor's first traversal: how much of a run's P the
         order among pages the evidence cannot tell apart decides (:func:`tie_noise`); a table, noise.json
         and noise.png in DIR
+    python -m oasis.replay.shipped orders --out DIR [--orders 10] [--runs ...] [--split holdout-N]
+        per run, the robot as shipped against greedy-anchor, first traversal, paired on --orders link orders
+        (order 0: the web as served; the others: every page's links shuffled, the same order for both): the
+        mean margin, its standard error, how many orders the robot is ahead on, and whether it is ahead or
+        behind by more than 2 standard errors (:func:`link_orders`); a table, orders.json and orders.png
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
+import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -254,6 +261,52 @@ def tie_noise(runs: list[int], shuffles: int = 20) -> list[dict[str, Any]]:
     return out
 
 
+def link_orders(runs: Sequence[tuple[str, str]], orders: int = 10) -> list[dict[str, Any]]:
+    """Per (corpus, topic): the first traversal of the robot as shipped (``whittle``) over greedy-anchor's
+    (raw P, %) on ``orders`` orders of the web's links (order 0 as served; order s > 0 every page's links
+    shuffled by seed s, :meth:`Replay.with_link_order`), both policies on the same order: the margins, their
+    mean, sample standard deviation and standard error, the orders the robot is ahead on, and the verdict
+    ("ahead" / "behind": the mean is more than 2 standard errors from 0; else "level")."""
+    if orders < 2:
+        raise ValueError(f"orders must be >= 2 (a standard error needs two), got {orders}")
+    out: list[dict[str, Any]] = []
+    cfg = ExperimentConfig(policies=("greedy-anchor", "whittle"), traversals=1)
+    for corpus, topic in runs:
+        prepared = _prepare(corpus, topic)
+        margins: list[float] = []
+        for seed in range(orders):
+            p = replace(prepared, replay=prepared.replay.with_link_order(seed))
+            pol = Experiment(p, cfg).run()["policies"]
+            margins.append(pct(float(pol["whittle"]["P"][0]), float(pol["greedy-anchor"]["P"][0])))
+        mean = statistics.fmean(margins)
+        sd = statistics.stdev(margins)
+        se = sd / math.sqrt(orders)
+        verdict = "ahead" if mean > 2 * se else "behind" if mean < -2 * se else "level"
+        out.append(
+            {
+                "corpus": corpus,
+                "topic": topic,
+                "margins": margins,
+                "as_served": margins[0],
+                "mean": mean,
+                "sd": sd,
+                "se": se,
+                "ahead_on": sum(m > 0 for m in margins),
+                "verdict": verdict,
+            }
+        )
+        logger.info(
+            "%s %r: as served %+.2f%%, mean %+.2f%% (SE %.2f, %s)",
+            corpus,
+            topic,
+            margins[0],
+            mean,
+            se,
+            verdict,
+        )
+    return out
+
+
 def target_row(results: dict[str, Any]) -> dict[str, Any]:
     """Issue 10's learning targets on one evaluation run, from ``oasis replay``'s results (raw P, %): the
     shipped robot's first traversal vs greedy-anchor, vs greedy-anchor-mean and vs the strongest of
@@ -372,6 +425,38 @@ def _config(text: str) -> ControllerConfig:
     return replace(SHIPPED, **{"start": "empty", **json.loads(text)})
 
 
+def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: list[int]) -> int:
+    from oasis.replay.plots import plot_link_orders
+    from oasis.runtime.files import write_json_atomic
+
+    if args.orders < 2:
+        parser.error("--orders must be >= 2 (a standard error needs two)")
+    folder = Path(args.out)
+    try:  # before the runs: an unwritable --out fails now, not after minutes of replays
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"cannot create --out {args.out!r}: {exc}")
+    named = SPLITS[args.split] if args.split else tuple(TRAINING[i] for i in runs)
+    labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
+    rows = link_orders(named, args.orders)
+    for label, row in zip(labels, rows, strict=True):
+        row["run"] = label
+    write_json_atomic(folder / "orders.json", rows, indent=1)  # a kill mid-write keeps the previous file
+    plot_link_orders(rows, folder / "orders.png")
+    print(f"run | as served % | mean over {args.orders} link orders % | SE | ahead on | verdict")
+    for r in rows:
+        print(
+            f"{r['run']} {r['corpus']} {r['topic']!r} | {r['as_served']:+.2f} | {r['mean']:+.2f} | "
+            f"{r['se']:.2f} | {r['ahead_on']} of {args.orders} | {r['verdict']}"
+        )
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("ahead", "level", "behind")}
+    print(
+        f"as served: ahead on {sum(r['as_served'] > 0 for r in rows)} of {len(rows)}; over link orders: "
+        + ", ".join(f"{k} {v}" for k, v in counts.items())
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m oasis.replay.shipped", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -386,6 +471,11 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("--out", required=True, help="folder for noise.json and noise.png")
     n.add_argument("--shuffles", type=int, default=20)
     n.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
+    o = sub.add_parser("orders")
+    o.add_argument("--out", required=True, help="folder for orders.json and orders.png")
+    o.add_argument("--orders", type=int, default=10)
+    o.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
+    o.add_argument("--split", choices=sorted(SPLITS), default=None, help="a named split instead of --runs")
     t = sub.add_parser("train")
     t.add_argument("config", nargs="?", default="{}")
     t.add_argument("--out", required=True)
@@ -413,6 +503,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "train":
         train(_config(args.config), args.traversals, runs).save(args.out)
         return 0
+    if args.command == "orders":
+        return _orders(parser, args, runs)
     if args.command == "noise":
         if args.shuffles < 2:
             parser.error("--shuffles must be >= 2 (a spread needs two draws)")

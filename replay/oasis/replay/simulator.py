@@ -132,6 +132,28 @@ class Replay:
     def __len__(self) -> int:
         return len(self.urls)
 
+    def with_link_order(self, seed: int) -> Replay:
+        """The same web with every page's links in a random order (``seed``; 0: as served): the same pages,
+        links, anchors and relevance, so it changes only what a policy's first-in-first-out tie-break sees
+        -- the order siblings of equal evidence are found in. Every policy run on it meets the same order,
+        so two policies compared on each of many orders are compared paired, over their luck in ties."""
+        if seed == 0:
+            return self
+        g = self.graph
+        rng = np.random.default_rng(seed)
+        indices = g.indices.copy()
+        anchor = None if self.anchor is None else np.asarray(self.anchor, dtype=np.float64)
+        ptr = self._indptr
+        for i in range(len(self.urls)):
+            lo, hi = ptr[i], ptr[i + 1]
+            if hi - lo > 1:
+                perm = lo + rng.permutation(hi - lo)
+                indices[lo:hi] = g.indices[perm]
+                if anchor is not None:
+                    anchor[lo:hi] = anchor[perm]
+        graph = WebGraph(urls=g.urls, indptr=g.indptr, indices=indices, relevance=g.relevance, seeds=g.seeds)
+        return Replay(graph, self.relevance, self.seeds, anchor_relevance=anchor)
+
     def links(self, i: int) -> list[Discovered]:
         lo, hi = self._indptr[i], self._indptr[i + 1]
         urls = self.urls
