@@ -635,6 +635,8 @@ def test_link_order_tool_pairs_the_robot_and_greedy_anchor_on_each_order(
             "--traversals must be >= 2",
         ),
         (["evaluate", "--out", "OUT"], "give either --split or --corpus/--topic"),  # no run at all
+        (["evaluate", "--split", "holdout-6", "--out", "OUT", "--orders", "1"], "--orders must be 0"),
+        (["orders", "--out", "OUT", "--runs", "0", "--orders", "1"], "--orders must be >= 2"),
     ],
 )
 def test_training_split_tool_refuses_bad_arguments_before_any_run(
@@ -658,12 +660,13 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
 ) -> None:
     """``python -m oasis.replay.shipped evaluate``: each run is ``oasis replay`` with the evaluation policies
     (its results.json on disk), and the table's margins are the raw-P ratios of that file; the counts of the
-    three targets follow them; evaluation.json holds the rows; a run without its topic is a usage error."""
-    from oasis.replay.shipped import EVAL_POLICIES, SPLITS, TRAINING, main
+    three targets follow them; the pairing over link orders is the ``orders`` tool's; evaluation.json holds
+    the rows; a run without its topic is a usage error."""
+    from oasis.replay.shipped import EVAL_POLICIES, SPLITS, TRAINING, link_orders, main
 
     corpus, topic = "synthetic:pages=300,hosts=2,topics=2,seed=1", "databases"
     argv = ["evaluate", "--corpus", corpus, "--topic", topic, "--out", str(tmp_path)]
-    assert main([*argv, "--traversals", "3", "--random-runs", "1"]) == 0
+    assert main([*argv, "--traversals", "3", "--random-runs", "1", "--orders", "3"]) == 0
     table = capsys.readouterr().out
     results = json.loads((tmp_path / "run-0" / "results.json").read_text(encoding="utf-8"))
     pol = results["policies"]
@@ -682,6 +685,11 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
     ahead = int(row["t1_vs_greedy_anchor"] > 0)
     assert f"first traversal ahead of greedy-anchor: {ahead} of 1" in table
     assert f"{row['t1_vs_greedy_anchor']:+.2f}%" in table
+    (paired,) = link_orders([(corpus, topic)], 3)
+    assert row["orders"] == 3 and row["orders_mean"] == pytest.approx(paired["mean"])
+    assert row["orders_se"] == pytest.approx(paired["se"]) and row["orders_verdict"] == paired["verdict"]
+    assert paired["margins"][0] == pytest.approx(row["t1_vs_greedy_anchor"])  # order 0: the web as served
+    assert "first traversal over 3 link orders (paired, by 2 standard errors): ahead " in table
     assert all(len(runs) == 4 for runs in SPLITS.values())
     *seen, unseen = SPLITS.values()  # every split but the newest has been run once and is training now
     assert all(run in TRAINING for runs in seen for run in runs)
@@ -689,10 +697,11 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
     # a run that cannot load keeps the rows before it and says which command failed (exit 1)
     gone = str(tmp_path / "no-such-corpus")
     more = ["--corpus", gone, "--topic", topic, "--out", str(tmp_path / "part"), "--traversals", "2"]
+    more += ["--orders", "0"]
     assert main(["evaluate", "--corpus", corpus, "--topic", topic, *more, "--random-runs", "1"]) == 1
     assert f"--corpus {gone}" in capsys.readouterr().err
     kept = json.loads((tmp_path / "part" / "evaluation.json").read_text(encoding="utf-8"))["runs"]
-    assert [r["corpus"] for r in kept] == [corpus]
+    assert [r["corpus"] for r in kept] == [corpus] and "orders_mean" not in kept[0]  # --orders 0: not paired
     with pytest.raises(SystemExit) as exc:
         main(["evaluate", "--corpus", corpus, "--out", str(tmp_path / "x")])
     assert exc.value.code == 2 and "one --topic per --corpus" in capsys.readouterr().err

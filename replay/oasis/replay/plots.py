@@ -183,8 +183,9 @@ def plot_link_orders(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_xlabel("first traversal's raw P vs greedy-anchor's on the same link order (%)")
     ax.set_title(
-        "the robot as shipped vs greedy-anchor, paired over random link orders: mean (x) +- 2 SE (bar: blue\n"
-        "ahead, red behind, grey level within 2 SE); dot: the web as served (the order every table reports)",
+        "the robot as shipped vs greedy-anchor, paired over random link orders:\n"
+        "mean (x) +- 2 SE (bar: blue ahead, red behind, grey level within 2 SE);\n"
+        "dot: the web as served (the order every other table reports)",
         fontsize=8,
     )
     fig.tight_layout()

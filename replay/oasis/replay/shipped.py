@@ -16,10 +16,12 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
     python -m oasis.replay.shipped evaluate --split holdout-9 --out DIR [--traversals 10] [--random-runs 5]
+        [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
         vs greedy-anchor, vs greedy-anchor-mean and vs the strongest same-evidence baseline, its best later
-        traversal vs its first, the memorising hybrid vs greedy-oracle, and the three targets' counts
+        traversal vs its first, the memorising hybrid vs greedy-oracle, the first traversal paired with
+        greedy-anchor's over --orders link orders (default 10; 0: not), and the targets' counts
         (:func:`evaluation_table`); DIR/evaluation.json holds the rows. Run an unseen split once.
     python -m oasis.replay.shipped noise --out DIR [--shuffles 20] [--runs ...]
         per run, the robot as shipped and greedy-anchor-shuffled (its exact ties in a random order, the mean
@@ -343,11 +345,14 @@ def evaluate(
     traversals: int = 10,
     random_runs: int = 5,
     split: str | None = None,
+    orders: int = 0,
 ) -> list[dict[str, Any]]:
     """Each run is exactly ``oasis replay --corpus C --topic T --policies EVAL_POLICIES --traversals 10
     --random-runs 5 --out DIR/run-K`` (its results.json and plots in that folder); returns
-    :func:`target_row` per run. ``DIR/evaluation.json`` is rewritten (atomically) after every run, so a run
-    that fails keeps the rows of those before it; the failure is a RuntimeError naming the command."""
+    :func:`target_row` per run, with, when ``orders`` >= 2, the first traversal paired against greedy-anchor
+    over that many link orders (:func:`link_orders`: ``orders_mean``, ``orders_se``, ``orders_ahead_on``,
+    ``orders_verdict``). ``DIR/evaluation.json`` is rewritten (atomically) after every run, so a run that
+    fails keeps the rows of those before it; the failure is a RuntimeError naming the command."""
     import contextlib
     import io
 
@@ -367,6 +372,15 @@ def evaluate(
             raise RuntimeError(f"oasis {' '.join(argv)} failed (exit {code})")
         results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         rows.append({"run": k, "command": "oasis " + " ".join(argv), **target_row(results)})
+        if orders >= 2:
+            (paired,) = link_orders([(corpus, topic)], orders)
+            rows[-1].update(
+                orders=orders,
+                orders_mean=paired["mean"],
+                orders_se=paired["se"],
+                orders_ahead_on=paired["ahead_on"],
+                orders_verdict=paired["verdict"],
+            )
         write_json_atomic(out / "evaluation.json", {"split": split, "runs": rows}, indent=1)
         logger.info(
             "%d %s %r: t1 vs greedy-anchor %+.2f%%", k, corpus, topic, rows[-1]["t1_vs_greedy_anchor"]
@@ -379,6 +393,9 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
     cols = ("random", "bfs", "greedy-parent", "greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")
     head = ["greedy-oracle", "whittle t1 / last", "**t1 vs GA**", "vs g-a-mean", "vs strongest"]
     head += ["best later", "worst later", "hybrid vs oracle"]
+    paired = bool(rows) and all("orders_mean" in r for r in rows)
+    if paired:
+        head += [f"t1 vs GA over {rows[0]['orders']} link orders: mean (SE), verdict"]
     lines = ["| run | " + " | ".join((*cols, *head)) + " |", "|---" * (1 + len(cols) + len(head)) + "|"]
 
     def cell(x: float | None) -> str:
@@ -391,6 +408,8 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
         cells.append(f"**{cell(r['t1_vs_greedy_anchor'])}**")
         keys = ("t1_vs_greedy_anchor_mean", "t1_vs_strongest_same_evidence", "best_later_vs_t1")
         cells += [cell(r[k]) for k in (*keys, "worst_later_vs_t1", "hybrid_vs_oracle")]
+        if paired:
+            cells.append(f"{r['orders_mean']:+.2f}% ({r['orders_se']:.2f}), {r['orders_verdict']}")
         lines.append(f"| {r['corpus']} {r['topic']!r} | " + " | ".join(cells) + " |")
     n = len(rows)
     ahead = sum(r["t1_vs_greedy_anchor"] > 0 for r in rows)
@@ -403,6 +422,13 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
         f"improving within the traversals: {improving} of {n} (a later traversal below the first: {dips})"
     )
     lines.append(f"memorising hybrid at or above greedy-oracle: {hybrid} of {n}")
+    if paired:
+        verdicts = [r["orders_verdict"] for r in rows]
+        lines.append(
+            f"first traversal over {rows[0]['orders']} link orders (paired, by 2 standard errors): ahead "
+            f"{verdicts.count('ahead')}, level {verdicts.count('level')}, behind {verdicts.count('behind')} "
+            f"of {n}"
+        )
     return "\n".join(lines)
 
 
@@ -490,6 +516,12 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--out", required=True, help="folder: run-K/ (results.json, plots) and evaluation.json")
     e.add_argument("--traversals", type=int, default=10)
     e.add_argument("--random-runs", type=int, default=5)
+    e.add_argument(
+        "--orders",
+        type=int,
+        default=10,
+        help="also pair the first traversal with greedy-anchor's over this many link orders (0: not)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     if args.command == "evaluate":
@@ -579,6 +611,8 @@ def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("give either --split or --corpus/--topic pairs")
     if args.traversals < 2 or args.random_runs < 1:
         parser.error("--traversals must be >= 2 (improvement is measured on later ones), --random-runs >= 1")
+    if args.orders == 1 or args.orders < 0:
+        parser.error("--orders must be 0 (not paired) or >= 2 (a standard error needs two)")
     runs = SPLITS[args.split] if args.split is not None else tuple(zip(args.corpus, args.topic, strict=True))
     folder = Path(args.out)
     try:
@@ -587,7 +621,12 @@ def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error(f"cannot create --out {args.out!r}: {exc}")
     try:
         rows = evaluate(
-            runs, folder, traversals=args.traversals, random_runs=args.random_runs, split=args.split
+            runs,
+            folder,
+            traversals=args.traversals,
+            random_runs=args.random_runs,
+            split=args.split,
+            orders=args.orders,
         )
     except RuntimeError as exc:
         print(f"evaluate: {exc}; the runs before it are in {folder / 'evaluation.json'}", file=sys.stderr)
