@@ -617,6 +617,12 @@ def test_link_order_tool_pairs_the_robot_and_greedy_anchor_on_each_order(
         main(["orders", "--out", str(tmp_path), "--orders", "1", "--runs", "0"])
     with pytest.raises(ValueError, match="orders must be >= 2"):
         link_orders([TRAINING[0]], orders=1)
+    # --config: the residual robot that neither learns nor mixes in the in-link mean is greedy-anchor on
+    # every order (0% each time: the orders are the same for both, anchors moved with their links)
+    plain = '{"start": "empty", "learn": false, "link_mean": 0.0}'
+    assert main(["orders", "--out", str(tmp_path), "--orders", "3", "--runs", "0", "--config", plain]) == 0
+    (same,) = json.loads((tmp_path / "orders.json").read_text(encoding="utf-8"))
+    assert same["margins"] == [0.0, 0.0, 0.0] and same["verdict"] == "level"
 
 
 @pytest.mark.parametrize(
@@ -637,6 +643,8 @@ def test_link_order_tool_pairs_the_robot_and_greedy_anchor_on_each_order(
         (["evaluate", "--out", "OUT"], "give either --split or --corpus/--topic"),  # no run at all
         (["evaluate", "--split", "holdout-6", "--out", "OUT", "--orders", "1"], "--orders must be 0"),
         (["orders", "--out", "OUT", "--runs", "0", "--orders", "1"], "--orders must be >= 2"),
+        (["orders", "--out", "OUT", "--runs", "0", "--config", '{"no_such": 1}'], "--config must be a JSON"),
+        (["orders", "--out", "OUT", "--runs", "0", "--config", "[1"], "--config must be a JSON"),
     ],
 )
 def test_training_split_tool_refuses_bad_arguments_before_any_run(

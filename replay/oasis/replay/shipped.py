@@ -29,8 +29,10 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         order among pages the evidence cannot tell apart decides (:func:`tie_noise`); a table, noise.json
         and noise.png in DIR
     python -m oasis.replay.shipped orders --out DIR [--orders 10] [--runs ...] [--split holdout-N]
-        per run, the robot as shipped against greedy-anchor, first traversal, paired on --orders link orders
-        (order 0: the web as served; the others: every page's links shuffled, the same order for both): the
+        [--config JSON]
+        per run, the robot as shipped (or with --config's overrides) against greedy-anchor, first traversal,
+        paired on --orders link orders (order 0: the web as served; the others: every page's links
+        shuffled, the same order for both): the
         mean margin, its standard error, how many orders the robot is ahead on, and whether it is ahead or
         behind by more than 2 standard errors (:func:`link_orders`); a table, orders.json and orders.png
 """
@@ -263,16 +265,19 @@ def tie_noise(runs: list[int], shuffles: int = 20) -> list[dict[str, Any]]:
     return out
 
 
-def link_orders(runs: Sequence[tuple[str, str]], orders: int = 10) -> list[dict[str, Any]]:
-    """Per (corpus, topic): the first traversal of the robot as shipped (``whittle``) over greedy-anchor's
-    (raw P, %) on ``orders`` orders of the web's links (order 0 as served; order s > 0 every page's links
-    shuffled by seed s, :meth:`Replay.with_link_order`), both policies on the same order: the margins, their
-    mean, sample standard deviation and standard error, the orders the robot is ahead on, and the verdict
-    ("ahead" / "behind": the mean is more than 2 standard errors from 0; else "level")."""
+def link_orders(
+    runs: Sequence[tuple[str, str]], orders: int = 10, config: ControllerConfig = SHIPPED
+) -> list[dict[str, Any]]:
+    """Per (corpus, topic): the first traversal of the robot (``whittle``: ``config``, as shipped unless
+    given) over greedy-anchor's (raw P, %) on ``orders`` orders of the web's links (order 0 as served; order
+    s > 0 every page's links shuffled by seed s, :meth:`Replay.with_link_order`), both policies on the same
+    order: the margins, their mean, sample standard deviation and standard error, the orders the robot is
+    ahead on, and the verdict ("ahead" / "behind": the mean is more than 2 standard errors from 0; else
+    "level")."""
     if orders < 2:
         raise ValueError(f"orders must be >= 2 (a standard error needs two), got {orders}")
     out: list[dict[str, Any]] = []
-    cfg = ExperimentConfig(policies=("greedy-anchor", "whittle"), traversals=1)
+    cfg = ExperimentConfig(policies=("greedy-anchor", "whittle"), traversals=1, controller=config)
     for corpus, topic in runs:
         prepared = _prepare(corpus, topic)
         margins: list[float] = []
@@ -457,6 +462,10 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
 
     if args.orders < 2:
         parser.error("--orders must be >= 2 (a standard error needs two)")
+    try:
+        config = replace(SHIPPED, **json.loads(args.config))
+    except (ValueError, TypeError) as exc:
+        parser.error(f"--config must be a JSON object of ControllerConfig fields: {exc}")
     folder = Path(args.out)
     try:  # before the runs: an unwritable --out fails now, not after minutes of replays
         folder.mkdir(parents=True, exist_ok=True)
@@ -464,7 +473,7 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
         parser.error(f"cannot create --out {args.out!r}: {exc}")
     named = SPLITS[args.split] if args.split else tuple(TRAINING[i] for i in runs)
     labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
-    rows = link_orders(named, args.orders)
+    rows = link_orders(named, args.orders, config)
     for label, row in zip(labels, rows, strict=True):
         row["run"] = label
     write_json_atomic(folder / "orders.json", rows, indent=1)  # a kill mid-write keeps the previous file
@@ -502,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
     o.add_argument("--orders", type=int, default=10)
     o.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
     o.add_argument("--split", choices=sorted(SPLITS), default=None, help="a named split instead of --runs")
+    o.add_argument("--config", default="{}", help="JSON overrides of the robot as shipped (its table kept)")
     t = sub.add_parser("train")
     t.add_argument("config", nargs="?", default="{}")
     t.add_argument("--out", required=True)
