@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from oasis.robot.scheduling import (
+    POLICIES,
+    SHIPPED,
     ControllerConfig,
     Discovered,
     FetchOutcome,
@@ -188,6 +190,38 @@ def test_host_ready_and_defer() -> None:
     ctl.report(FetchOutcome("http://a/1", "new", 0.1, []), 0.0)
     with pytest.raises(ValueError):
         ctl.defer("http://a/1")
+
+
+@pytest.mark.parametrize("policy", [*POLICIES, "shipped"])
+def test_claim_hands_out_a_fringe_url_out_of_queue_order(policy: str) -> None:
+    """``claim`` (a redirect's target, followed at once): a URL waiting in the fringe is in flight from then,
+    next_batch never hands it out, and its report or defer ends that like any popped URL's; a URL that does
+    not wait there (unknown, in flight, retrieved) is not claimed and nothing changes."""
+    rel = {A: 0.1, B: 0.2, C: 0.9, D: 1.0, E: 0.3}
+    kw: dict[str, object] = {"config": SHIPPED} if policy == "shipped" else {}
+    ctl = make_controller(
+        "whittle" if policy == "shipped" else policy,
+        rng=random.Random(1),
+        oracle=rel.get,
+        **kw,  # type: ignore[arg-type]
+    )
+    ctl.add_seeds([A])
+    assert ctl.next_batch(1, 0.0) == [A]
+    ctl.report(FetchOutcome(A, "new", 0.1, links(B, C, D)), 0.0)
+    assert ctl.frontier_size() == 3 and ctl.in_flight() == 0
+    assert not ctl.claim(E) and not ctl.claim(A)  # unknown; retrieved
+    assert ctl.claim(D)
+    assert ctl.frontier_size() == 2 and ctl.in_flight() == 1 and not ctl.claim(D)  # in flight now
+    assert sorted(ctl.next_batch(5, 1.0)) == sorted([B, C])  # never handed out twice
+    ctl.defer(C)
+    ctl.report(FetchOutcome(D, "new", 1.0, links(E)), 1.0)  # reported like any popped URL
+    assert not ctl.claim(D) and ctl.claim(E) and ctl.claim(C)
+    assert ctl.in_flight() == 3 and ctl.frontier_size() == 0 and ctl.next_batch(5, 2.0) == []
+    ctl.defer(E)  # back in the queue
+    assert ctl.next_batch(5, 2.0) == [E]
+    for url in (B, C, E):
+        ctl.report(FetchOutcome(url, "new", rel[url], []), 3.0)
+    assert ctl.in_flight() == 0 and ctl.frontier_size() == 0
 
 
 @pytest.mark.parametrize("policy", ["whittle", "bfs", "greedy-parent"])

@@ -8,7 +8,8 @@ Threads:
   arrival from a fetcher, or a departure from the processor), updates the host's politeness slot, puts page
   responses in the response queue, and on every event decides how many new requests to start
   (:class:`~oasis.robot.fetcher_controller.FetcherController`), taking URLs from the request controller with
-  ``next_batch(m, now, host_ready)``;
+  ``next_batch(m, now, host_ready)`` -- after the redirect targets it has claimed from it (``claim``), which
+  are fetched in their source's turn, as soon as their host is ready;
 * ``max_in_flight`` *fetcher* threads (a pool) run :meth:`Fetcher.fetch`;
 * the *processor* thread takes batches from the response queue, parses and scores them
   (:class:`~oasis.robot.processor.ResponseProcessor`), reports outcomes to the request controller, sends
@@ -191,6 +192,9 @@ class Crawler:
         self._refused_hosts: set[str] = set()  # hosts resolving to private addresses (refuse_private)
         self._last_engine_error = ""
         self._starved = False  # the last next_batch with m > 0 returned nothing
+        # redirect targets claimed from the request controller (in flight there), fetched before its next
+        # choice as soon as their host is ready: a redirect is followed in its source's place
+        self._follow: list[str] = []
         # a changing web: the re-crawl hook's change-rate estimates (saved with the Q-table), the page
         # budget per second (a token bucket), the recent fetch times for the fetch rate
         self.recrawl_hook: WhittleRecrawl | None = None
@@ -425,6 +429,9 @@ class Crawler:
             self.errors["internal"] += 1
         finally:
             with self._lock:
+                for url in self._follow:  # not started: back to the controller's queue (in flight there)
+                    self.controller.defer(url)
+                self._follow.clear()
                 self._dispatch_done.set()
                 self._responses_cv.notify_all()
 
@@ -441,11 +448,13 @@ class Crawler:
             return True  # requests in flight are abandoned; the processor still takes what has arrived
         if self._in_flight_pages or self._in_flight_robots or self._responses or self._processing:
             return False
+        if self._follow and not self._stop.is_set() and not self._budget_spent():
+            return False
         if not self._events.empty():
             return False
         if self._stop.is_set():
             return True
-        if self._max_pages and self._dispatched_pages >= self._max_pages:
+        if self._budget_spent():
             return True
         if self.politeness.robots_due(now) or self.politeness.next_wakeup(now) is not None:
             return False
@@ -453,6 +462,9 @@ class Crawler:
             return False  # re-crawling: retrieved pages come due again as they age; run until stopped
         # nothing will become ready by waiting: done when the controller has nothing (ready) to hand out
         return self.controller.frontier_size() == 0 or self._starved
+
+    def _budget_spent(self) -> bool:
+        return bool(self._max_pages) and self._dispatched_pages >= self._max_pages
 
     def _on_arrival(self, task: _Task, res: f.FetchResult) -> None:
         throttled = res.kind == f.TOO_MANY_REQUESTS
@@ -509,7 +521,10 @@ class Crawler:
         if m <= 0:
             return
         # the controller's clock is wall time (its re-crawl ages survive a restart); politeness uses monotonic
-        batch = list(self.controller.next_batch(m, self._wall(), self._batch_ready(now)))
+        ready = self._batch_ready(now)
+        batch = self._take_follow(m, ready)
+        if len(batch) < m:
+            batch += self.controller.next_batch(m - len(batch), self._wall(), ready)
         self._starved = not batch
         if self.config.pages_per_second > 0:
             self._tokens -= len(batch)
@@ -519,6 +534,17 @@ class Crawler:
                 self._start_page(url, now)
             else:  # cannot happen with _batch_ready; be safe rather than impolite
                 self.controller.defer(url)
+
+    def _take_follow(self, m: int, ready: Callable[[str], bool]) -> list[str]:
+        """Up to ``m`` of the claimed redirect targets whose host is ready (in the order claimed)."""
+        if not self._follow:
+            return []
+        taken: list[str] = []
+        waiting: list[str] = []
+        for url in self._follow:
+            (taken if len(taken) < m and ready(host_of(url)) else waiting).append(url)
+        self._follow = waiting
+        return taken
 
     def _budget_tokens(self, now: float) -> int:
         """The page budget per second as a token bucket: tokens accrue at ``pages_per_second`` up to one
@@ -688,6 +714,12 @@ class Crawler:
         self.controller.report(FetchOutcome(p.url, p.kind, p.relevance, p.children), now)
         if p.seed is not None:  # a redirect of a page we had indexed: its target is a new root
             self.controller.add_seeds([p.seed])
+        if p.error == f.REDIRECT:
+            # follow it now, as a browser would: the target takes its source's turn (queued, it would wait
+            # behind every page with evidence of its own, having none: no anchor, a parent of no content)
+            target = p.seed if p.seed is not None else p.children[0].url if p.children else None
+            if target is not None and self.controller.claim(target):
+                self._follow.append(target)
         self._since_checkpoint += 1
 
     def _with_engine_retry(self, call: Callable[[], Any]) -> Any:

@@ -304,6 +304,16 @@ class _Controller:
         else:
             raise ValueError(f"defer of a URL that is not in flight: {url}")
 
+    def claim(self, url: str) -> bool:
+        docs = self.docs
+        doc = docs.ids.get(url)
+        if doc is None or docs.status[doc] != FRINGE:
+            return False
+        self._remove_fringe(doc)
+        docs.status[doc] = FLIGHT
+        self._flying[url] = doc
+        return True
+
     def evict_fringe(self, keep: int) -> int:
         """Forget every fringe document ranked below the first ``keep`` in queue order (the least valuable
         by this policy's own index; in-flight ones are kept): a bounded frontier (issue 15). An evicted URL

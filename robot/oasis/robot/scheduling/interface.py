@@ -5,8 +5,9 @@ The one definition of the kinds of fetch outcome, of a discovered link, of a fet
 arm and its index hook, and of the :class:`RequestController` protocol the crawler depends on.
 
 Contract: ``next_batch`` pops up to m URLs (fewer if the queue is empty or every host with work is blocked by
-``host_ready``); each popped URL must later be passed to ``report`` or ``defer``. ``report`` of a URL the
-controller never handed out is accepted (e.g. a redirect target) and learned from as well as possible.
+``host_ready``); each popped URL must later be passed to ``report`` or ``defer``, and so must each URL
+``claim`` hands out (a fringe URL taken out of queue order). ``report`` of a URL the controller never handed
+out is accepted (e.g. a redirect target) and learned from as well as possible.
 ``kind`` is what the fetch found: "new" on the first successful retrieval, "modified"/"unchanged" on a
 re-crawl, "deleted" when the document is gone (404/410), "error" for a permanent failure (no learning).
 
@@ -107,6 +108,12 @@ class RequestController(Protocol):
 
     def defer(self, url: str) -> None:
         """Put a popped URL back (politeness, transient error)."""
+
+    def claim(self, url: str) -> bool:
+        """Hand out ``url`` now, out of queue order, if it waits in the fringe: in flight from here, as if
+        ``next_batch`` had popped it (later ``report`` or ``defer``). False when it does not wait there
+        (unknown, in flight, retrieved or gone). The crawler claims a redirect's target: it is fetched in
+        its source's place, with the priority the source had, not the none a link-less hop gives it."""
 
     def frontier_size(self) -> int:
         """Fringe documents queued (not in flight)."""
