@@ -191,11 +191,13 @@ def test_a_sample_reads_every_engine_before_it_scores(
     fresh in a sample whose time is before that re-crawl (a burst's F once came out 1.0 on every topic)."""
     wait_for("a sample with pages held", lambda: held_topics(cluster), timeout=120)
     calls: list[str] = []
-    listed, scored = EngineClient.list_documents, EngineClient.score
+    listed, scored = EngineClient.list_documents, EngineClient.score_with_model
     monkeypatch.setattr(
         EngineClient, "list_documents", lambda self, **kw: calls.append("list") or listed(self, **kw)
     )
-    monkeypatch.setattr(EngineClient, "score", lambda self, docs: calls.append("score") or scored(self, docs))
+    monkeypatch.setattr(
+        EngineClient, "score_with_model", lambda self, docs: calls.append("score") or scored(self, docs)
+    )
     api = truth(cluster)
     try:
         assert api.post("/burst", {"fraction": 1.0})["modified"]  # new versions: the sample must score them

@@ -8,7 +8,9 @@ Each period the evaluator
 2. asks the web for its ground truth (``GET /truth``: each live page's version and the time it appeared)
    and, for page versions it has not seen, their text (``POST /texts``);
 3. scores each new version with each topic engine's own relevance model (``Engine.Score``; cached per page
-   version), so r(i) is the topic scoring function of papers/004;
+   version while the engine's model is the one that scored it: each reply names its model by the collection
+   size its IDF was built from, and a sample with no new version scores one cached page to learn whether
+   the model changed), so r(i) is the topic scoring function of papers/004;
 4. lists what each engine actually holds (``Engine.ListDocuments``: URL, fetch time, stored relevance; read
    right after the ground truth, before any text is fetched or scored, so that a page re-crawled while the
    sample is being scored is not counted fresh in a sample whose time is before that re-crawl) and
@@ -44,7 +46,6 @@ logger = logging.getLogger("oasis.cluster.evaluator")
 
 TEXT_BATCH = 50  # page texts per /texts request
 CHANGE_KINDS = ("modified", "deleted", "created")
-MODEL_REFRESH = 0.25  # as oasis.engine.index.MODEL_REFRESH: the relevance model's IDF rebuild rule
 
 
 class TruthClient:
@@ -100,7 +101,7 @@ class LiveEvaluator:
         self._clock = clock
         self._start = clock()
         self._relevance: dict[str, dict[tuple[str, int], float]] = {}  # topic -> (url, version) -> r
-        self._scored_at: dict[str, int] = {}  # topic -> the engine's document count when its cache was filled
+        self._model: dict[str, int] = {}  # topic -> the model that scored the cache (its IDF collection size)
         self._texts: dict[tuple[str, int], tuple[str, str]] = {}
         self._last: dict[str, tuple[float, float]] = {}  # topic -> (time, M) of the previous sample
         self._P: dict[str, float] = {}
@@ -161,6 +162,30 @@ class LiveEvaluator:
         except ServiceError as exc:
             return exc
 
+    def _scores(
+        self, topic: str, client: EngineClient, pages: dict[str, tuple[int, float]]
+    ) -> dict[str, float]:
+        """r(i) of each live page's current version under the engine's model now. The engine takes IDF from
+        its own collection and rebuilds it when the collection changed size (by a quarter); every Score reply
+        names the model that scored it, and cached scores are kept only while that model is the same (a
+        cache that copied the engine's rule from the outside drifted from it: session 12)."""
+        keys = [(u, v) for u, (v, _) in pages.items() if (u, v) in self._texts]
+        cache = self._relevance.setdefault(topic, {})
+        for _ in range(3):
+            todo = [k for k in keys if k not in cache]
+            ask = todo or keys[:1]  # one page at least: the reply says which model scores now
+            if not ask:
+                break
+            scores, model = client.score_with_model([self._texts[k] for k in ask])
+            if model != self._model.get(topic) or model < 0:
+                self._model[topic] = model
+                self._relevance[topic] = cache = {}  # scores of another model: dropped
+                if len(ask) < len(keys):
+                    continue  # score every page under the new model
+            cache.update(zip(ask, scores, strict=True))
+            break
+        return {u: cache.get((u, v), 0.0) for u, (v, _) in pages.items()}
+
     def _topic(
         self,
         topic: str,
@@ -170,18 +195,7 @@ class LiveEvaluator:
         robot: str | None,
         now: float,
     ) -> dict[str, Any]:
-        # the engine's model takes IDF from its own collection and rebuilds it when the collection's size
-        # changed (below 100 documents: any change; above: by a quarter): cached scores follow that rule
-        n0, n = self._scored_at.get(topic), len(docs)
-        if n0 is None or (n != n0 and (n0 < 100 or abs(n - n0) >= MODEL_REFRESH * n0)):
-            self._relevance[topic] = {}
-            self._scored_at[topic] = len(docs)
-        cache = self._relevance.setdefault(topic, {})
-        todo = [(u, v) for u, (v, _) in pages.items() if (u, v) not in cache and (u, v) in self._texts]
-        if todo:
-            for key, r in zip(todo, client.score([self._texts[k] for k in todo]), strict=True):
-                cache[key] = r
-        relevance = {u: cache.get((u, v), 0.0) for u, (v, _) in pages.items()}
+        relevance = self._scores(topic, client, pages)
         q = collection_quality(
             {u: m for u, (_, m) in pages.items()},
             relevance,

@@ -1278,8 +1278,13 @@ class TopicIndex:
     def score(self, pages: Iterable[tuple[str, str]]) -> list[float]:
         """r(i) for (title, text) pages with the current collection statistics. Each text's analysis is kept
         for indexing the same text soon after (a robot scores a page, then indexes it)."""
+        return self.score_with_model(pages)[0]
+
+    def score_with_model(self, pages: Iterable[tuple[str, str]]) -> tuple[list[float], int]:
+        """:meth:`score`, and the collection size the model scoring them was built from (one model for the
+        whole call): equal sizes, equal scores for the same text."""
         model = self.relevance_model()
-        return [model.score(title, text, remember=True) for title, text in pages]
+        return [model.score(title, text, remember=True) for title, text in pages], model.n_docs
 
     def stats(self) -> IndexStats:
         self._refresh()

@@ -185,7 +185,8 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"page {i}: text has {len(p.text)} characters, limit {limit}",
                 )
-        return engine_pb2.ScoreReply(relevance=self._index.score((p.title, p.text) for p in request.pages))
+        scores, model_documents = self._index.score_with_model((p.title, p.text) for p in request.pages)
+        return engine_pb2.ScoreReply(relevance=scores, model_documents=model_documents)
 
     def GetTopic(
         self, request: engine_pb2.GetTopicRequest, context: grpc.ServicerContext

@@ -163,7 +163,21 @@ class EngineClient(GrpcClient):
 
     def score(self, pages: Sequence[tuple[str, str]]) -> list[float]:
         """Topic relevance r(i) in [0, 1] of each (title, text), in calls of at most MAX_SCORE_BATCH pages."""
+        return self._score(pages)[0]
+
+    def score_with_model(self, pages: Sequence[tuple[str, str]]) -> tuple[list[float], int]:
+        """:meth:`score`, and the collection size the engine's relevance model was built from: scores of the
+        same text under the same size are equal, so a cache of scores holds while it does. Pages over several
+        calls are scored again (up to three times) until one model scored them all; -1 if none did."""
+        for _ in range(3):
+            scores, models = self._score(pages)
+            if len(models) <= 1:
+                return scores, models.pop() if models else -1
+        return scores, -1
+
+    def _score(self, pages: Sequence[tuple[str, str]]) -> tuple[list[float], set[int]]:
         out: list[float] = []
+        models: set[int] = set()
         for start in range(0, len(pages), MAX_SCORE_BATCH):
             chunk = pages[start : start + MAX_SCORE_BATCH]
             request = engine_pb2.ScoreRequest(
@@ -178,7 +192,8 @@ class EngineClient(GrpcClient):
                     "Score", f"returned {len(reply.relevance)} scores for {len(chunk)} pages", "INTERNAL"
                 )
             out.extend(float(r) for r in reply.relevance)
-        return out
+            models.add(int(reply.model_documents))
+        return out, models
 
     def index(
         self,
