@@ -137,58 +137,60 @@ def _run_label(row: dict[str, Any]) -> str:
     return f"{row['run']} {name[:22]} {str(row['topic'])[:24]}"
 
 
+def _per_run_axes(rows: list[dict[str, Any]]) -> tuple[Any, Any, list[int]]:
+    """A figure with one row per run (the first at the top) and its y positions."""
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(8, max(3.0, 0.26 * n + 1.2)))
+    return fig, ax, list(range(n))[::-1]
+
+
+def _save_per_run(
+    fig: Any, ax: Any, ys: list[int], rows: list[dict[str, Any]], xlabel: str, title: str, path: Path
+) -> None:
+    """The per-run figure's zero line, run labels, symlog % axis and title, written to ``path``."""
+    ax.axvline(0.0, color="black", lw=0.8)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([_run_label(r) for r in rows], fontsize=7)
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    logger.info("wrote %s", path)
+
+
 def plot_tie_noise(rows: list[dict[str, Any]], path: Path) -> None:
     """Per training run (``oasis.replay.shipped.tie_noise``): the shipped robot's first-traversal margin over
     greedy-anchor (dot) against greedy-anchor-shuffled's spread (bar: mean +- 2 sd; line: min to max), %."""
-    n = len(rows)
-    fig, ax = plt.subplots(figsize=(8, max(3.0, 0.26 * n + 1.2)))
-    ys = list(range(n))[::-1]
+    fig, ax, ys = _per_run_axes(rows)
     for y, r in zip(ys, rows, strict=True):
         ax.plot([r["shuffled_min"], r["shuffled_max"]], [y, y], color="grey", lw=0.8)
         lo, hi = r["shuffled_mean"] - 2 * r["shuffled_sd"], r["shuffled_mean"] + 2 * r["shuffled_sd"]
         ax.barh(y, hi - lo, left=lo, height=0.5, color="tab:green", alpha=0.3)
         ax.plot(r["robot"], y, "o", ms=4, color="tab:blue" if r["robot"] > 0 else "tab:red")
-    ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_yticks(ys)
-    ax.set_yticklabels([_run_label(r) for r in rows], fontsize=7)
-    ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_xlabel("first traversal's raw P vs greedy-anchor's (%)")
-    ax.set_title(
+    title = (
         "first traversal: the robot as shipped (dot: blue ahead, red behind) vs greedy-anchor\n"
-        "with its exact ties shuffled (bar: mean +- 2 sd, line: min to max)",
-        fontsize=8,
+        "with its exact ties shuffled (bar: mean +- 2 sd, line: min to max)"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    logger.info("wrote %s", path)
+    _save_per_run(fig, ax, ys, rows, "first traversal's raw P vs greedy-anchor's (%)", title, path)
 
 
 def plot_link_orders(rows: list[dict[str, Any]], path: Path) -> None:
     """Per run (``oasis.replay.shipped.link_orders``): the shipped robot's first-traversal margin over
     greedy-anchor on the web as served (dot) and, paired over random link orders, its mean (cross) +- 2
     standard errors (bar), %: a bar clear of 0 is a margin the order of sibling links does not explain."""
-    n = len(rows)
-    fig, ax = plt.subplots(figsize=(8, max(3.0, 0.26 * n + 1.2)))
-    ys = list(range(n))[::-1]
+    fig, ax, ys = _per_run_axes(rows)
     colour = {"ahead": "tab:blue", "behind": "tab:red", "level": "grey"}
     for y, r in zip(ys, rows, strict=True):
         lo, hi = r["mean"] - 2 * r["se"], r["mean"] + 2 * r["se"]
         ax.barh(y, hi - lo, left=lo, height=0.5, color=colour[r["verdict"]], alpha=0.35)
         ax.plot(r["mean"], y, "x", ms=5, color=colour[r["verdict"]])
         ax.plot(r["as_served"], y, "o", ms=3, color="black")
-    ax.axvline(0.0, color="black", lw=0.8)
-    ax.set_yticks(ys)
-    ax.set_yticklabels([_run_label(r) for r in rows], fontsize=7)
-    ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_xlabel("first traversal's raw P vs greedy-anchor's on the same link order (%)")
-    ax.set_title(
+    title = (
         "the robot as shipped vs greedy-anchor, paired over random link orders:\n"
         "mean (x) +- 2 SE (bar: blue ahead, red behind, grey level within 2 SE);\n"
-        "dot: the web as served (the order every other table reports)",
-        fontsize=8,
+        "dot: the web as served (the order every other table reports)"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    logger.info("wrote %s", path)
+    xlabel = "first traversal's raw P vs greedy-anchor's on the same link order (%)"
+    _save_per_run(fig, ax, ys, rows, xlabel, title, path)
