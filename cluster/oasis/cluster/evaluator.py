@@ -171,19 +171,16 @@ class LiveEvaluator:
         cache that copied the engine's rule from the outside drifted from it: session 12)."""
         keys = [(u, v) for u, (v, _) in pages.items() if (u, v) in self._texts]
         cache = self._relevance.setdefault(topic, {})
-        for _ in range(3):
-            todo = [k for k in keys if k not in cache]
-            ask = todo or keys[:1]  # one page at least: the reply says which model scores now
-            if not ask:
-                break
+        ask = [k for k in keys if k not in cache] or keys[:1]  # one page at least: its reply names the model
+        if ask:
             scores, model = client.score_with_model([self._texts[k] for k in ask])
-            if model != self._model.get(topic) or model < 0:
+            if model != self._model.get(topic) or model < 0:  # scores of another model: dropped
+                self._relevance[topic] = cache = {}
+                if len(ask) < len(keys):  # score every page under the new model
+                    ask = keys
+                    scores, model = client.score_with_model([self._texts[k] for k in ask])
                 self._model[topic] = model
-                self._relevance[topic] = cache = {}  # scores of another model: dropped
-                if len(ask) < len(keys):
-                    continue  # score every page under the new model
             cache.update(zip(ask, scores, strict=True))
-            break
         return {u: cache.get((u, v), 0.0) for u, (v, _) in pages.items()}
 
     def _topic(
