@@ -32,9 +32,9 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         [--config JSON]
         per run, the robot as shipped (or with --config's overrides) against greedy-anchor, first traversal,
         paired on --orders link orders (order 0: the web as served; the others: every page's links
-        shuffled, the same order for both): the
-        mean margin, its standard error, how many orders the robot is ahead on, and whether it is ahead or
-        behind by more than 2 standard errors (:func:`link_orders`); a table, orders.json and orders.png
+        shuffled, the same order for both): the mean margin, its standard error, how many orders the robot
+        is ahead on, and whether it is ahead or behind by more than 2 standard errors (:func:`link_orders`);
+        a table, orders.json and orders.png
 """
 
 from __future__ import annotations
@@ -456,6 +456,17 @@ def _config(text: str) -> ControllerConfig:
     return replace(SHIPPED, **{"start": "empty", **json.loads(text)})
 
 
+def _out_folder(parser: argparse.ArgumentParser, out: str) -> Path:
+    """``--out``, created before any run (an unwritable folder is a usage error now, not after minutes of
+    replays)."""
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"cannot create --out {out!r}: {exc}")
+    return folder
+
+
 def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: list[int]) -> int:
     from oasis.replay.plots import plot_link_orders
     from oasis.runtime.files import write_json_atomic
@@ -466,11 +477,7 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
         config = replace(SHIPPED, **json.loads(args.config))
     except (ValueError, TypeError) as exc:
         parser.error(f"--config must be a JSON object of ControllerConfig fields: {exc}")
-    folder = Path(args.out)
-    try:  # before the runs: an unwritable --out fails now, not after minutes of replays
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"cannot create --out {args.out!r}: {exc}")
+    folder = _out_folder(parser, args.out)
     named = SPLITS[args.split] if args.split else tuple(TRAINING[i] for i in runs)
     labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
     rows = link_orders(named, args.orders, config)
@@ -550,16 +557,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "noise":
         if args.shuffles < 2:
             parser.error("--shuffles must be >= 2 (a spread needs two draws)")
-        from pathlib import Path
-
         from oasis.replay.plots import plot_tie_noise
         from oasis.runtime.files import write_json_atomic
 
-        folder = Path(args.out)
-        try:  # before the runs: an unwritable --out fails now, not after minutes of replays
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            parser.error(f"cannot create --out {args.out!r}: {exc}")
+        folder = _out_folder(parser, args.out)
         rows = tie_noise(runs, args.shuffles)
         write_json_atomic(folder / "noise.json", rows, indent=1)  # a kill mid-write keeps the previous file
         plot_tie_noise(rows, folder / "noise.png")
@@ -624,11 +625,7 @@ def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.orders == 1 or args.orders < 0:
         parser.error("--orders must be 0 (not paired) or >= 2 (a standard error needs two)")
     runs = SPLITS[args.split] if args.split is not None else tuple(zip(args.corpus, args.topic, strict=True))
-    folder = Path(args.out)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"cannot create --out {args.out!r}: {exc}")
+    folder = _out_folder(parser, args.out)
     try:
         rows = evaluate(
             runs,
