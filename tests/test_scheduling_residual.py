@@ -625,6 +625,53 @@ def test_link_order_tool_pairs_the_robot_and_greedy_anchor_on_each_order(
     assert same["margins"] == [0.0, 0.0, 0.0] and same["verdict"] == "level"
 
 
+def test_link_order_tool_pairs_later_traversals_with_the_robots_own_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``orders --traversals N``: on each link order the robot learns on over N traversals (its default
+    table, fresh per order), and each later traversal's raw P is paired with its own first on that order;
+    the last traversal's mean, standard error and verdict, the orders it improves on, the best and worst
+    later traversals and the dips follow those margins; a robot that does not learn is flat on every order
+    to the digit; the table, JSON and both PNGs are written; --traversals 0 is refused."""
+    import math
+    import statistics
+
+    from oasis.replay.shipped import _prepare, link_orders, main
+
+    corpus, topic = "synthetic:pages=300,hosts=2,topics=2,seed=1", "databases"
+    (row,) = link_orders([(corpus, topic)], orders=3, traversals=3)
+    assert "later" not in link_orders([(corpus, topic)], orders=2)[0]  # one traversal: no pairing over time
+    prepared = _prepare(corpus, topic)
+    shuffled = replace(prepared, replay=prepared.replay.with_link_order(1))
+    cfg = ExperimentConfig(policies=("greedy-anchor", "whittle"), traversals=3)
+    own = [float(p) for p in Experiment(shuffled, cfg).run()["policies"]["whittle"]["P"]]
+    assert own[2] != own[0]  # the robot learns on this web: traversal 3 is not traversal 1
+    assert row["later"][1] == pytest.approx([100 * (own[1] / own[0] - 1), 100 * (own[2] / own[0] - 1)])
+    last = [o[-1] for o in row["later"]]
+    assert row["traversals"] == 3 and len(row["later"]) == 3
+    assert row["last_mean"] == pytest.approx(statistics.fmean(last))
+    assert row["last_se"] == pytest.approx(statistics.stdev(last) / math.sqrt(3))
+    mean, se = row["last_mean"], row["last_se"]
+    assert row["last_verdict"] == ("improves" if mean > 2 * se else "falls" if mean < -2 * se else "flat")
+    assert row["improves_on"] == sum(x > 0 for x in last)
+    assert row["best_mean"] == pytest.approx(statistics.fmean(max(o) for o in row["later"]))
+    assert row["worst_mean"] == pytest.approx(statistics.fmean(min(o) for o in row["later"]))
+    assert row["dips_on"] == sum(min(o) < 0 for o in row["later"])
+    # a robot that does not learn runs the same traversal every time: flat, 0% on every order
+    frozen = '{"learn": false}'
+    argv = ["orders", "--out", str(tmp_path), "--orders", "2", "--runs", "0", "--traversals", "2"]
+    assert main([*argv, "--config", frozen]) == 0
+    (still,) = json.loads((tmp_path / "orders.json").read_text(encoding="utf-8"))
+    assert still["later"] == [[0.0], [0.0]] and still["last_verdict"] == "flat" and still["dips_on"] == 0
+    printed = capsys.readouterr().out
+    assert "traversal 2 vs the robot's own first, over link orders: improves 0, flat 1, falls 0" in printed
+    assert (tmp_path / "orders-later.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit):
+        main(["orders", "--out", str(tmp_path), "--runs", "0", "--traversals", "0"])
+    with pytest.raises(ValueError, match="traversals must be >= 1"):
+        link_orders([(corpus, topic)], orders=2, traversals=0)
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [

@@ -194,3 +194,24 @@ def plot_link_orders(rows: list[dict[str, Any]], path: Path) -> None:
     )
     xlabel = "first traversal's raw P vs greedy-anchor's on the same link order (%)"
     _save_per_run(fig, ax, ys, rows, xlabel, title, path)
+
+
+def plot_later_traversals(rows: list[dict[str, Any]], path: Path) -> None:
+    """Per run (``oasis.replay.shipped.link_orders`` with traversals > 1): the robot's last traversal over
+    its own first on the same link order, mean (cross) +- 2 standard errors (bar) over the orders, and the
+    mean of the worst later traversal (dot), %: does learning on the web keep paying, beyond the order?"""
+    fig, ax, ys = _per_run_axes(rows)
+    colour = {"improves": "tab:blue", "falls": "tab:red", "flat": "grey"}
+    for y, r in zip(ys, rows, strict=True):
+        lo, hi = r["last_mean"] - 2 * r["last_se"], r["last_mean"] + 2 * r["last_se"]
+        ax.barh(y, hi - lo, left=lo, height=0.5, color=colour[r["last_verdict"]], alpha=0.35)
+        ax.plot(r["last_mean"], y, "x", ms=5, color=colour[r["last_verdict"]])
+        ax.plot(r["worst_mean"], y, "o", ms=3, color="black")
+    n = rows[0]["traversals"] if rows else 0
+    title = (
+        f"the robot as shipped, traversal {n} vs its own first on the same link order:\n"
+        "mean (x) +- 2 SE over the orders (bar: blue improves, red falls, grey flat within 2 SE);\n"
+        "dot: the mean of the worst later traversal"
+    )
+    xlabel = f"traversal {n}'s raw P vs traversal 1's (%)"
+    _save_per_run(fig, ax, ys, rows, xlabel, title, path)

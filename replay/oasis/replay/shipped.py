@@ -29,12 +29,14 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         order among pages the evidence cannot tell apart decides (:func:`tie_noise`); a table, noise.json
         and noise.png in DIR
     python -m oasis.replay.shipped orders --out DIR [--orders 10] [--runs ...] [--split holdout-N]
-        [--config JSON]
+        [--config JSON] [--traversals N]
         per run, the robot as shipped (or with --config's overrides) against greedy-anchor, first traversal,
         paired on --orders link orders (order 0: the web as served; the others: every page's links
         shuffled, the same order for both): the mean margin, its standard error, how many orders the robot
         is ahead on, and whether it is ahead or behind by more than 2 standard errors (:func:`link_orders`);
-        a table, orders.json and orders.png
+        a table, orders.json and orders.png. With --traversals N > 1 the robot learns on over N traversals
+        of each order, and its traversal N is paired with its own first on the same order (improves or
+        falls by 2 standard errors, else flat; the best and worst later traversal): orders-later.png too
 """
 
 from __future__ import annotations
@@ -265,43 +267,75 @@ def tie_noise(runs: list[int], shuffles: int = 20) -> list[dict[str, Any]]:
     return out
 
 
+def _paired(values: list[float]) -> tuple[float, float, float]:
+    """Mean, sample standard deviation and standard error of paired margins (one per link order)."""
+    mean = statistics.fmean(values)
+    sd = statistics.stdev(values)
+    return mean, sd, sd / math.sqrt(len(values))
+
+
 def link_orders(
-    runs: Sequence[tuple[str, str]], orders: int = 10, config: ControllerConfig = SHIPPED
+    runs: Sequence[tuple[str, str]], orders: int = 10, config: ControllerConfig = SHIPPED, traversals: int = 1
 ) -> list[dict[str, Any]]:
     """Per (corpus, topic): the first traversal of the robot (``whittle``: ``config``, as shipped unless
     given) over greedy-anchor's (raw P, %) on ``orders`` orders of the web's links (order 0 as served; order
     s > 0 every page's links shuffled by seed s, :meth:`Replay.with_link_order`), both policies on the same
     order: the margins, their mean, sample standard deviation and standard error, the orders the robot is
     ahead on, and the verdict ("ahead" / "behind": the mean is more than 2 standard errors from 0; else
-    "level")."""
+    "level").
+
+    With ``traversals`` > 1 the robot learns on over that many traversals of each order (one table per
+    order, from the robot's default), and each row also pairs its later traversals with its own first on
+    the same order (``later``: per order, traversals 2..N over traversal 1, %): the last traversal's mean,
+    standard error and verdict ("improves" / "falls": more than 2 standard errors from 0; else "flat"), the
+    orders it improves on, the mean of the best and of the worst later traversal, and the orders on which
+    some later traversal falls below the first."""
     if orders < 2:
         raise ValueError(f"orders must be >= 2 (a standard error needs two), got {orders}")
+    if traversals < 1:
+        raise ValueError(f"traversals must be >= 1, got {traversals}")
     out: list[dict[str, Any]] = []
-    cfg = ExperimentConfig(policies=("greedy-anchor", "whittle"), traversals=1, controller=config)
+    cfg = ExperimentConfig(policies=("greedy-anchor", "whittle"), traversals=traversals, controller=config)
     for corpus, topic in runs:
         prepared = _prepare(corpus, topic)
         margins: list[float] = []
+        later: list[list[float]] = []
         for seed in range(orders):
             p = replace(prepared, replay=prepared.replay.with_link_order(seed))
             pol = Experiment(p, cfg).run()["policies"]
-            margins.append(pct(float(pol["whittle"]["P"][0]), float(pol["greedy-anchor"]["P"][0])))
-        mean = statistics.fmean(margins)
-        sd = statistics.stdev(margins)
-        se = sd / math.sqrt(orders)
+            own = [float(x) for x in pol["whittle"]["P"]]
+            margins.append(pct(own[0], float(pol["greedy-anchor"]["P"][0])))
+            later.append([pct(x, own[0]) for x in own[1:]])
+        mean, sd, se = _paired(margins)
         verdict = "ahead" if mean > 2 * se else "behind" if mean < -2 * se else "level"
-        out.append(
-            {
-                "corpus": corpus,
-                "topic": topic,
-                "margins": margins,
-                "as_served": margins[0],
-                "mean": mean,
-                "sd": sd,
-                "se": se,
-                "ahead_on": sum(m > 0 for m in margins),
-                "verdict": verdict,
-            }
-        )
+        row: dict[str, Any] = {
+            "corpus": corpus,
+            "topic": topic,
+            "margins": margins,
+            "as_served": margins[0],
+            "mean": mean,
+            "sd": sd,
+            "se": se,
+            "ahead_on": sum(m > 0 for m in margins),
+            "verdict": verdict,
+        }
+        if traversals > 1:
+            last_mean, _sd, last_se = _paired([o[-1] for o in later])
+            last_verdict = (
+                "improves" if last_mean > 2 * last_se else "falls" if last_mean < -2 * last_se else "flat"
+            )
+            row.update(
+                traversals=traversals,
+                later=later,
+                last_mean=last_mean,
+                last_se=last_se,
+                last_verdict=last_verdict,
+                improves_on=sum(o[-1] > 0 for o in later),
+                best_mean=statistics.fmean(max(o) for o in later),
+                worst_mean=statistics.fmean(min(o) for o in later),
+                dips_on=sum(min(o) < 0 for o in later),
+            )
+        out.append(row)
         logger.info(
             "%s %r: as served %+.2f%%, mean %+.2f%% (SE %.2f, %s)",
             corpus,
@@ -468,7 +502,7 @@ def _out_folder(parser: argparse.ArgumentParser, out: str) -> Path:
 
 
 def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: list[int]) -> int:
-    from oasis.replay.plots import plot_link_orders
+    from oasis.replay.plots import plot_later_traversals, plot_link_orders
     from oasis.runtime.files import write_json_atomic
 
     if args.orders < 2:
@@ -480,22 +514,46 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     folder = _out_folder(parser, args.out)
     named = SPLITS[args.split] if args.split else tuple(TRAINING[i] for i in runs)
     labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
-    rows = link_orders(named, args.orders, config)
+    if args.traversals < 1:
+        parser.error("--traversals must be >= 1")
+    rows = link_orders(named, args.orders, config, args.traversals)
     for label, row in zip(labels, rows, strict=True):
         row["run"] = label
     write_json_atomic(folder / "orders.json", rows, indent=1)  # a kill mid-write keeps the previous file
     plot_link_orders(rows, folder / "orders.png")
-    print(f"run | as served % | mean over {args.orders} link orders % | SE | ahead on | verdict")
+    later = args.traversals > 1
+    head = f"run | as served % | mean over {args.orders} link orders % | SE | ahead on | verdict"
+    if later:
+        n = args.traversals
+        head += (
+            f" | t{n} vs own t1: mean % (SE), verdict, improves on | best later % | worst later %, dips on"
+        )
+        plot_later_traversals(rows, folder / "orders-later.png")
+    print(head)
     for r in rows:
-        print(
+        line = (
             f"{r['run']} {r['corpus']} {r['topic']!r} | {r['as_served']:+.2f} | {r['mean']:+.2f} | "
             f"{r['se']:.2f} | {r['ahead_on']} of {args.orders} | {r['verdict']}"
         )
+        if later:
+            line += (
+                f" | {r['last_mean']:+.2f} ({r['last_se']:.2f}), {r['last_verdict']}, {r['improves_on']} of "
+                f"{args.orders} | {r['best_mean']:+.2f} | {r['worst_mean']:+.2f}, "
+                f"{r['dips_on']} of {args.orders}"
+            )
+        print(line)
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("ahead", "level", "behind")}
     print(
         f"as served: ahead on {sum(r['as_served'] > 0 for r in rows)} of {len(rows)}; over link orders: "
         + ", ".join(f"{k} {v}" for k, v in counts.items())
     )
+    if later:
+        own = {v: sum(r["last_verdict"] == v for r in rows) for v in ("improves", "flat", "falls")}
+        print(
+            f"traversal {args.traversals} vs the robot's own first, over link orders: "
+            + ", ".join(f"{k} {v}" for k, v in own.items())
+            + f"; some later traversal below the first on {sum(r['dips_on'] > 0 for r in rows)} runs"
+        )
     return 0
 
 
@@ -519,6 +577,12 @@ def main(argv: list[str] | None = None) -> int:
     o.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
     o.add_argument("--split", choices=sorted(SPLITS), default=None, help="a named split instead of --runs")
     o.add_argument("--config", default="{}", help="JSON overrides of the robot as shipped (its table kept)")
+    o.add_argument(
+        "--traversals",
+        type=int,
+        default=1,
+        help="learn on over this many traversals of each order and pair the later ones with the first",
+    )
     t = sub.add_parser("train")
     t.add_argument("config", nargs="?", default="{}")
     t.add_argument("--out", required=True)
