@@ -740,11 +740,17 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
     ahead = int(row["t1_vs_greedy_anchor"] > 0)
     assert f"first traversal ahead of greedy-anchor: {ahead} of 1" in table
     assert f"{row['t1_vs_greedy_anchor']:+.2f}%" in table
-    (paired,) = link_orders([(corpus, topic)], 3)
+    (paired,) = link_orders([(corpus, topic)], 3, traversals=3)
     assert row["orders"] == 3 and row["orders_mean"] == pytest.approx(paired["mean"])
     assert row["orders_se"] == pytest.approx(paired["se"]) and row["orders_verdict"] == paired["verdict"]
     assert paired["margins"][0] == pytest.approx(row["t1_vs_greedy_anchor"])  # order 0: the web as served
     assert "first traversal over 3 link orders (paired, by 2 standard errors): ahead " in table
+    # the later traversals paired with the robot's own first on each order (order 0: the served table's)
+    assert row["orders_last_mean"] == pytest.approx(paired["last_mean"])
+    assert row["orders_last_verdict"] == paired["last_verdict"] and row["orders_dips_on"] == paired["dips_on"]
+    assert paired["later"][0][-1] == pytest.approx(100 * (w[-1] / w[0] - 1))
+    counts = ", ".join(f"{v} {int(row['orders_last_verdict'] == v)}" for v in ("improves", "flat", "falls"))
+    assert f"own first over 3 link orders (paired, by 2 standard errors): {counts} of 1" in table
     assert all(len(runs) == 4 for runs in SPLITS.values())
     *seen, unseen = SPLITS.values()  # every split but the newest has been run once and is training now
     assert all(run in TRAINING for runs in seen for run in runs)

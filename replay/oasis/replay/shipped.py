@@ -21,7 +21,8 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
         vs greedy-anchor, vs greedy-anchor-mean and vs the strongest same-evidence baseline, its best later
         traversal vs its first, the memorising hybrid vs greedy-oracle, the first traversal paired with
-        greedy-anchor's over --orders link orders (default 10; 0: not), and the targets' counts
+        greedy-anchor's over --orders link orders (default 10; 0: not) and the last traversal with the
+        robot's own first on the same orders, and the targets' counts
         (:func:`evaluation_table`); DIR/evaluation.json holds the rows. Run an unseen split once.
     python -m oasis.replay.shipped noise --out DIR [--shuffles 20] [--runs ...]
         per run, the robot as shipped and greedy-anchor-shuffled (its exact ties in a random order, the mean
@@ -390,8 +391,10 @@ def evaluate(
     --random-runs 5 --out DIR/run-K`` (its results.json and plots in that folder); returns
     :func:`target_row` per run, with, when ``orders`` >= 2, the first traversal paired against greedy-anchor
     over that many link orders (:func:`link_orders`: ``orders_mean``, ``orders_se``, ``orders_ahead_on``,
-    ``orders_verdict``). ``DIR/evaluation.json`` is rewritten (atomically) after every run, so a run that
-    fails keeps the rows of those before it; the failure is a RuntimeError naming the command."""
+    ``orders_verdict``) and the robot's last traversal paired with its own first on each order
+    (``orders_last_mean``, ``orders_last_se``, ``orders_last_verdict``, ``orders_dips_on``).
+    ``DIR/evaluation.json`` is rewritten (atomically) after every run, so a run that fails keeps the rows of
+    those before it; the failure is a RuntimeError naming the command."""
     import contextlib
     import io
 
@@ -412,13 +415,17 @@ def evaluate(
         results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         rows.append({"run": k, "command": "oasis " + " ".join(argv), **target_row(results)})
         if orders >= 2:
-            (paired,) = link_orders([(corpus, topic)], orders)
+            (paired,) = link_orders([(corpus, topic)], orders, traversals=traversals)
             rows[-1].update(
                 orders=orders,
                 orders_mean=paired["mean"],
                 orders_se=paired["se"],
                 orders_ahead_on=paired["ahead_on"],
                 orders_verdict=paired["verdict"],
+                orders_last_mean=paired["last_mean"],
+                orders_last_se=paired["last_se"],
+                orders_last_verdict=paired["last_verdict"],
+                orders_dips_on=paired["dips_on"],
             )
         write_json_atomic(out / "evaluation.json", {"split": split, "runs": rows}, indent=1)
         logger.info(
@@ -434,7 +441,9 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
     head += ["best later", "worst later", "hybrid vs oracle"]
     paired = bool(rows) and all("orders_mean" in r for r in rows)
     if paired:
-        head += [f"t1 vs GA over {rows[0]['orders']} link orders: mean (SE), verdict"]
+        n_orders = rows[0]["orders"]
+        head += [f"t1 vs GA over {n_orders} link orders: mean (SE), verdict"]
+        head += [f"last vs own t1 over {n_orders} link orders: mean (SE), verdict, orders with a dip"]
     lines = ["| run | " + " | ".join((*cols, *head)) + " |", "|---" * (1 + len(cols) + len(head)) + "|"]
 
     def cell(x: float | None) -> str:
@@ -449,6 +458,10 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
         cells += [cell(r[k]) for k in (*keys, "worst_later_vs_t1", "hybrid_vs_oracle")]
         if paired:
             cells.append(f"{r['orders_mean']:+.2f}% ({r['orders_se']:.2f}), {r['orders_verdict']}")
+            cells.append(
+                f"{r['orders_last_mean']:+.2f}% ({r['orders_last_se']:.2f}), {r['orders_last_verdict']}, "
+                f"{r['orders_dips_on']}"
+            )
         lines.append(f"| {r['corpus']} {r['topic']!r} | " + " | ".join(cells) + " |")
     n = len(rows)
     ahead = sum(r["t1_vs_greedy_anchor"] > 0 for r in rows)
@@ -467,6 +480,12 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
             f"first traversal over {rows[0]['orders']} link orders (paired, by 2 standard errors): ahead "
             f"{verdicts.count('ahead')}, level {verdicts.count('level')}, behind {verdicts.count('behind')} "
             f"of {n}"
+        )
+        own = [r["orders_last_verdict"] for r in rows]
+        lines.append(
+            f"last traversal vs the robot's own first over {rows[0]['orders']} link orders (paired, by 2 "
+            f"standard errors): improves {own.count('improves')}, flat {own.count('flat')}, falls "
+            f"{own.count('falls')} of {n}"
         )
     return "\n".join(lines)
 
