@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-9 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-10 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -116,21 +116,30 @@ TRAINING = (
     ("debian:python-cryptography-doc", "x509 certificate transparency ocsp"),
     ("debian:python-lxml-doc", "xpath xslt document traversal"),
     ("debian:python-lxml-doc", "validation dtd relaxng xmlschema schematron"),
+    # session 13: holdout-9 was run once with session 11's robot (unchanged), paired over link orders
+    ("debian:python-werkzeug-doc", "url routing rule converters maps adapters"),
+    ("debian:python-werkzeug-doc", "serving testing test client debugger reloader"),
+    ("debian:python-ipython-doc", "configuration customization profiles startup files"),
+    ("debian:python-ipython-doc", "interactive tutorial magic commands history"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-8 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47); holdout-9 is unseen
+# holdout-9 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51); holdout-10 is
+# unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-5": TRAINING[32:36],
     "holdout-6": TRAINING[36:40],
     "holdout-7": TRAINING[40:44],
     "holdout-8": TRAINING[44:48],
-    "holdout-9": (
-        ("debian:python-werkzeug-doc", "url routing rule converters maps adapters"),
-        ("debian:python-werkzeug-doc", "serving testing test client debugger reloader"),
-        ("debian:python-ipython-doc", "configuration customization profiles startup files"),
-        ("debian:python-ipython-doc", "interactive tutorial magic commands history"),
+    "holdout-9": TRAINING[48:52],
+    # session 13, fixed after holdout-9's single run and before any design work (docs/replay.md "Session 13");
+    # topics from each table of contents only
+    "holdout-10": (
+        ("debian:python-djangorestframework-doc", "serializers serializer fields relations validators"),
+        ("debian:python-djangorestframework-doc", "authentication permissions throttling"),
+        ("debian:python-h5py-doc", "datasets attributes dimension scales"),
+        ("debian:python-h5py-doc", "parallel hdf5 single writer multiple reader virtual datasets"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

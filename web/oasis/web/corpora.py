@@ -16,7 +16,8 @@
   ``python-fonttools-doc`` (at /usr/share/doc/fonttools/html); holdout-7 (session 10):
   ``python-pygame-doc`` and ``python-flask-doc``; holdout-8 (session 11): ``python-cryptography-doc`` and
   ``python-lxml-doc`` (at /usr/share/doc/python-lxml/html); holdout-9 (session 11): ``python-werkzeug-doc``
-  and ``python-ipython-doc``.
+  and ``python-ipython-doc``; holdout-10 (session 13): ``python-djangorestframework-doc`` (at
+  /usr/share/doc/python3-djangorestframework/html) and ``python-h5py-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -225,6 +226,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-ipython-doc",
             root=DOC_ROOT / "python-ipython-doc" / "html",
             base_url="http://ipython.docs.local/",
+            experiment=True,
+        ),
+        # holdout-10 (session 13), fixed after holdout-9's single run, before any design work: docs/replay.md
+        DebianCorpus(
+            name="python-djangorestframework-doc",
+            package="python-djangorestframework-doc",
+            root=DOC_ROOT / "python3-djangorestframework" / "html",  # MkDocs: one folder per page
+            base_url="http://drf.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-h5py-doc",
+            package="python-h5py-doc",
+            root=DOC_ROOT / "python-h5py-doc" / "html",
+            base_url="http://h5py.docs.local/",
             experiment=True,
         ),
     )
