@@ -672,6 +672,49 @@ def test_link_order_tool_pairs_later_traversals_with_the_robots_own_first(
         link_orders([(corpus, topic)], orders=2, traversals=0)
 
 
+def test_versus_compares_two_robots_run_by_run_by_hand(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``versus``: per run the paired difference of two robots' margins over the same orders (mean, SE,
+    better / worse by 2 SE, else level), and over runs the mean, its SE and the counts, worked by hand;
+    runs or orders that differ are refused; ``orders --versus`` runs the second robot on the same orders."""
+    import math
+
+    from oasis.replay.shipped import TRAINING, link_orders, main, versus
+
+    def row(topic: str, margins: list[float]) -> dict[str, Any]:
+        return {"corpus": "c", "topic": topic, "margins": margins}
+
+    mine = [row("a", [1.0, 2.0, 3.0]), row("b", [0.0, 0.0, 0.0]), row("c", [-1.0, -1.0, -1.5])]
+    theirs = [row("a", [0.0, 0.0, 0.0]), row("b", [1.0, -1.0, 0.0]), row("c", [0.0, 0.0, 0.0])]
+    out = versus(mine, theirs)
+    a, b, c = out["runs"]
+    assert a["mean"] == pytest.approx(2.0) and a["se"] == pytest.approx(1.0 / math.sqrt(3))  # sd 1
+    assert a["verdict"] == "better"  # 2 > 2 x 0.577
+    assert b["mean"] == pytest.approx(0.0) and b["verdict"] == "level"
+    assert c["mean"] == pytest.approx(-7.0 / 6.0) and c["verdict"] == "worse"  # sd 0.289, SE 0.167
+    assert out["mean"] == pytest.approx((2.0 + 0.0 - 7.0 / 6.0) / 3)
+    means = [2.0, 0.0, -7.0 / 6.0]
+    m = sum(means) / 3
+    sd = math.sqrt(sum((x - m) ** 2 for x in means) / 2)
+    assert out["se"] == pytest.approx(sd / math.sqrt(3)) and (out["better"], out["worse"]) == (1, 1)
+    with pytest.raises(ValueError, match="same runs"):
+        versus(mine, theirs[:2])
+    with pytest.raises(ValueError, match="same runs and orders"):
+        versus(mine, [row("a", [0.0, 0.0]), *theirs[1:]])
+    # the CLI: the robot as shipped against greedy-anchor's own order (a residual robot that neither learns
+    # nor mixes the mean: 0% on every order), so each difference is the shipped robot's margin itself
+    plain = '{"start": "empty", "learn": false, "link_mean": 0.0}'
+    argv = ["orders", "--out", str(tmp_path), "--orders", "2", "--runs", "0", "--versus", plain]
+    assert main(argv) == 0
+    (saved,) = json.loads((tmp_path / "orders.json").read_text(encoding="utf-8"))
+    (alone,) = link_orders([TRAINING[0]], orders=2)
+    assert saved["versus"]["mean"] == pytest.approx(alone["mean"])
+    assert "difference over runs: mean" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["orders", "--out", str(tmp_path), "--runs", "0", "--versus", "[1"])
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [

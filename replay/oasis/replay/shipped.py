@@ -30,14 +30,16 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         order among pages the evidence cannot tell apart decides (:func:`tie_noise`); a table, noise.json
         and noise.png in DIR
     python -m oasis.replay.shipped orders --out DIR [--orders 10] [--runs ...] [--split holdout-N]
-        [--config JSON] [--traversals N]
+        [--config JSON] [--traversals N] [--versus JSON]
         per run, the robot as shipped (or with --config's overrides) against greedy-anchor, first traversal,
         paired on --orders link orders (order 0: the web as served; the others: every page's links
         shuffled, the same order for both): the mean margin, its standard error, how many orders the robot
         is ahead on, and whether it is ahead or behind by more than 2 standard errors (:func:`link_orders`);
         a table, orders.json and orders.png. With --traversals N > 1 the robot learns on over N traversals
         of each order, and its traversal N is paired with its own first on the same order (improves or
-        falls by 2 standard errors, else flat; the best and worst later traversal): orders-later.png too
+        falls by 2 standard errors, else flat; the best and worst later traversal): orders-later.png too.
+        With --versus JSON a second robot runs on the same orders and the first robot's margins are
+        compared with its run by run (:func:`versus`: better or worse by 2 standard errors, else level)
 """
 
 from __future__ import annotations
@@ -358,6 +360,31 @@ def link_orders(
     return out
 
 
+def versus(rows: Sequence[dict[str, Any]], base: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Two robots' :func:`link_orders` rows on the same runs and orders, compared run by run: per run the
+    paired difference of their first-traversal margins (``rows`` minus ``base``, points of %) over the
+    orders -- mean, standard error, "better" / "worse" when the mean is more than 2 standard errors from 0,
+    else "level" -- and over the runs the mean difference, its standard error and the two counts."""
+    if len(rows) != len(base) or not rows:
+        raise ValueError("versus needs the same runs on both sides")
+    per: list[dict[str, Any]] = []
+    for r, b in zip(rows, base, strict=True):
+        if (r["corpus"], r["topic"], len(r["margins"])) != (b["corpus"], b["topic"], len(b["margins"])):
+            raise ValueError("versus needs the same runs and orders on both sides")
+        mean, _sd, se = _paired([x - y for x, y in zip(r["margins"], b["margins"], strict=True)])
+        verdict = "better" if mean > 2 * se else "worse" if mean < -2 * se else "level"
+        per.append({"mean": mean, "se": se, "verdict": verdict})
+    means = [p["mean"] for p in per]
+    spread = statistics.stdev(means) / math.sqrt(len(means)) if len(means) > 1 else 0.0
+    return {
+        "runs": per,
+        "mean": statistics.fmean(means),
+        "se": spread,
+        "better": sum(p["verdict"] == "better" for p in per),
+        "worse": sum(p["verdict"] == "worse" for p in per),
+    }
+
+
 def target_row(results: dict[str, Any]) -> dict[str, Any]:
     """Issue 10's learning targets on one evaluation run, from ``oasis replay``'s results (raw P, %): the
     shipped robot's first traversal vs greedy-anchor, vs greedy-anchor-mean and vs the strongest of
@@ -544,9 +571,20 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
     if args.traversals < 1:
         parser.error("--traversals must be >= 1")
+    other = None
+    if args.versus is not None:
+        try:
+            other = replace(SHIPPED, **json.loads(args.versus))
+        except (ValueError, TypeError) as exc:
+            parser.error(f"--versus must be a JSON object of ControllerConfig fields: {exc}")
     rows = link_orders(named, args.orders, config, args.traversals)
     for label, row in zip(labels, rows, strict=True):
         row["run"] = label
+    compared = None
+    if other is not None:  # the same runs and orders with the other robot, compared run by run
+        compared = versus(rows, link_orders(named, args.orders, other, 1))
+        for row, diff in zip(rows, compared["runs"], strict=True):
+            row["versus"] = diff
     write_json_atomic(folder / "orders.json", rows, indent=1)  # a kill mid-write keeps the previous file
     plot_link_orders(rows, folder / "orders.png")
     later = args.traversals > 1
@@ -575,6 +613,17 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
         f"as served: ahead on {sum(r['as_served'] > 0 for r in rows)} of {len(rows)}; over link orders: "
         + ", ".join(f"{k} {v}" for k, v in counts.items())
     )
+    if compared is not None:
+        print(f"against --versus {args.versus}, first traversal, paired run by run over the same orders:")
+        for r in rows:
+            d = r["versus"]
+            print(
+                f"{r['run']} {r['corpus']} {r['topic']!r} | {d['mean']:+.2f} ({d['se']:.2f}), {d['verdict']}"
+            )
+        print(
+            f"difference over runs: mean {compared['mean']:+.2f} (SE {compared['se']:.2f}); better on "
+            f"{compared['better']}, worse on {compared['worse']} of {len(rows)} (by 2 standard errors)"
+        )
     if later:
         own = {v: sum(r["last_verdict"] == v for r in rows) for v in ("improves", "flat", "falls")}
         print(
@@ -610,6 +659,12 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=1,
         help="learn on over this many traversals of each order and pair the later ones with the first",
+    )
+    o.add_argument(
+        "--versus",
+        default=None,
+        help="JSON overrides of the robot as shipped for a second robot ('{}': as shipped) compared with "
+        "--config's run by run on the same orders",
     )
     t = sub.add_parser("train")
     t.add_argument("config", nargs="?", default="{}")
