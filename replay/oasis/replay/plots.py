@@ -176,42 +176,47 @@ def plot_tie_noise(rows: list[dict[str, Any]], path: Path) -> None:
     _save_per_run(fig, ax, ys, rows, "first traversal's raw P vs greedy-anchor's (%)", title, path)
 
 
+def _plot_paired(
+    rows: list[dict[str, Any]], path: Path, keys: tuple[str, str, str, str], colour: dict[str, str], text: str
+) -> None:
+    """One row per run: a paired mean (cross) +- 2 standard errors (bar, coloured by its verdict) and a dot;
+    ``keys`` names the row's mean, standard error, verdict and dot; ``text`` is the x label, then the
+    title."""
+    mean, se, verdict, dot = keys
+    fig, ax, ys = _per_run_axes(rows)
+    for y, r in zip(ys, rows, strict=True):
+        lo, hi = r[mean] - 2 * r[se], r[mean] + 2 * r[se]
+        ax.barh(y, hi - lo, left=lo, height=0.5, color=colour[r[verdict]], alpha=0.35)
+        ax.plot(r[mean], y, "x", ms=5, color=colour[r[verdict]])
+        ax.plot(r[dot], y, "o", ms=3, color="black")
+    xlabel, title = text.split("\n", 1)
+    _save_per_run(fig, ax, ys, rows, xlabel, title, path)
+
+
 def plot_link_orders(rows: list[dict[str, Any]], path: Path) -> None:
     """Per run (``oasis.replay.shipped.link_orders``): the shipped robot's first-traversal margin over
     greedy-anchor on the web as served (dot) and, paired over random link orders, its mean (cross) +- 2
     standard errors (bar), %: a bar clear of 0 is a margin the order of sibling links does not explain."""
-    fig, ax, ys = _per_run_axes(rows)
-    colour = {"ahead": "tab:blue", "behind": "tab:red", "level": "grey"}
-    for y, r in zip(ys, rows, strict=True):
-        lo, hi = r["mean"] - 2 * r["se"], r["mean"] + 2 * r["se"]
-        ax.barh(y, hi - lo, left=lo, height=0.5, color=colour[r["verdict"]], alpha=0.35)
-        ax.plot(r["mean"], y, "x", ms=5, color=colour[r["verdict"]])
-        ax.plot(r["as_served"], y, "o", ms=3, color="black")
-    title = (
+    text = (
+        "first traversal's raw P vs greedy-anchor's on the same link order (%)\n"
         "the robot as shipped vs greedy-anchor, paired over random link orders:\n"
         "mean (x) +- 2 SE (bar: blue ahead, red behind, grey level within 2 SE);\n"
         "dot: the web as served (the order every other table reports)"
     )
-    xlabel = "first traversal's raw P vs greedy-anchor's on the same link order (%)"
-    _save_per_run(fig, ax, ys, rows, xlabel, title, path)
+    colour = {"ahead": "tab:blue", "behind": "tab:red", "level": "grey"}
+    _plot_paired(rows, path, ("mean", "se", "verdict", "as_served"), colour, text)
 
 
 def plot_later_traversals(rows: list[dict[str, Any]], path: Path) -> None:
     """Per run (``oasis.replay.shipped.link_orders`` with traversals > 1): the robot's last traversal over
     its own first on the same link order, mean (cross) +- 2 standard errors (bar) over the orders, and the
     mean of the worst later traversal (dot), %: does learning on the web keep paying, beyond the order?"""
-    fig, ax, ys = _per_run_axes(rows)
-    colour = {"improves": "tab:blue", "falls": "tab:red", "flat": "grey"}
-    for y, r in zip(ys, rows, strict=True):
-        lo, hi = r["last_mean"] - 2 * r["last_se"], r["last_mean"] + 2 * r["last_se"]
-        ax.barh(y, hi - lo, left=lo, height=0.5, color=colour[r["last_verdict"]], alpha=0.35)
-        ax.plot(r["last_mean"], y, "x", ms=5, color=colour[r["last_verdict"]])
-        ax.plot(r["worst_mean"], y, "o", ms=3, color="black")
     n = rows[0]["traversals"] if rows else 0
-    title = (
+    text = (
+        f"traversal {n}'s raw P vs traversal 1's (%)\n"
         f"the robot as shipped, traversal {n} vs its own first on the same link order:\n"
         "mean (x) +- 2 SE over the orders (bar: blue improves, red falls, grey flat within 2 SE);\n"
         "dot: the mean of the worst later traversal"
     )
-    xlabel = f"traversal {n}'s raw P vs traversal 1's (%)"
-    _save_per_run(fig, ax, ys, rows, xlabel, title, path)
+    colour = {"improves": "tab:blue", "falls": "tab:red", "flat": "grey"}
+    _plot_paired(rows, path, ("last_mean", "last_se", "last_verdict", "worst_mean"), colour, text)
