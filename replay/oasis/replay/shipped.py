@@ -286,6 +286,12 @@ def _paired(values: list[float]) -> tuple[float, float, float]:
     return mean, sd, sd / math.sqrt(len(values))
 
 
+def _verdict(mean: float, se: float, words: tuple[str, str, str]) -> str:
+    """``words`` = (above, below, neither): above or below 0 by more than 2 standard errors, else neither."""
+    above, below, neither = words
+    return above if mean > 2 * se else below if mean < -2 * se else neither
+
+
 def link_orders(
     runs: Sequence[tuple[str, str]], orders: int = 10, config: ControllerConfig = SHIPPED, traversals: int = 1
 ) -> list[dict[str, Any]]:
@@ -319,7 +325,7 @@ def link_orders(
             margins.append(pct(own[0], float(pol["greedy-anchor"]["P"][0])))
             later.append([pct(x, own[0]) for x in own[1:]])
         mean, sd, se = _paired(margins)
-        verdict = "ahead" if mean > 2 * se else "behind" if mean < -2 * se else "level"
+        verdict = _verdict(mean, se, ("ahead", "behind", "level"))
         row: dict[str, Any] = {
             "corpus": corpus,
             "topic": topic,
@@ -333,9 +339,7 @@ def link_orders(
         }
         if traversals > 1:
             last_mean, _sd, last_se = _paired([o[-1] for o in later])
-            last_verdict = (
-                "improves" if last_mean > 2 * last_se else "falls" if last_mean < -2 * last_se else "flat"
-            )
+            last_verdict = _verdict(last_mean, last_se, ("improves", "falls", "flat"))
             row.update(
                 traversals=traversals,
                 later=later,
@@ -372,7 +376,7 @@ def versus(rows: Sequence[dict[str, Any]], base: Sequence[dict[str, Any]]) -> di
         if (r["corpus"], r["topic"], len(r["margins"])) != (b["corpus"], b["topic"], len(b["margins"])):
             raise ValueError("versus needs the same runs and orders on both sides")
         mean, _sd, se = _paired([x - y for x, y in zip(r["margins"], b["margins"], strict=True)])
-        verdict = "better" if mean > 2 * se else "worse" if mean < -2 * se else "level"
+        verdict = _verdict(mean, se, ("better", "worse", "level"))
         per.append({"mean": mean, "se": se, "verdict": verdict})
     means = [p["mean"] for p in per]
     spread = statistics.stdev(means) / math.sqrt(len(means)) if len(means) > 1 else 0.0
@@ -560,23 +564,21 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     from oasis.replay.plots import plot_later_traversals, plot_link_orders
     from oasis.runtime.files import write_json_atomic
 
+    def overrides(flag: str, text: str) -> ControllerConfig:
+        try:
+            return replace(SHIPPED, **json.loads(text))
+        except (ValueError, TypeError) as exc:
+            parser.error(f"{flag} must be a JSON object of ControllerConfig fields: {exc}")
+
     if args.orders < 2:
         parser.error("--orders must be >= 2 (a standard error needs two)")
-    try:
-        config = replace(SHIPPED, **json.loads(args.config))
-    except (ValueError, TypeError) as exc:
-        parser.error(f"--config must be a JSON object of ControllerConfig fields: {exc}")
+    if args.traversals < 1:
+        parser.error("--traversals must be >= 1")
+    config = overrides("--config", args.config)
+    other = None if args.versus is None else overrides("--versus", args.versus)
     folder = _out_folder(parser, args.out)
     named = SPLITS[args.split] if args.split else tuple(TRAINING[i] for i in runs)
     labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
-    if args.traversals < 1:
-        parser.error("--traversals must be >= 1")
-    other = None
-    if args.versus is not None:
-        try:
-            other = replace(SHIPPED, **json.loads(args.versus))
-        except (ValueError, TypeError) as exc:
-            parser.error(f"--versus must be a JSON object of ControllerConfig fields: {exc}")
     rows = link_orders(named, args.orders, config, args.traversals)
     for label, row in zip(labels, rows, strict=True):
         row["run"] = label
