@@ -17,7 +17,8 @@
   ``python-pygame-doc`` and ``python-flask-doc``; holdout-8 (session 11): ``python-cryptography-doc`` and
   ``python-lxml-doc`` (at /usr/share/doc/python-lxml/html); holdout-9 (session 11): ``python-werkzeug-doc``
   and ``python-ipython-doc``; holdout-10 (session 13): ``python-djangorestframework-doc`` (at
-  /usr/share/doc/python3-djangorestframework/html) and ``python-h5py-doc``.
+  /usr/share/doc/python3-djangorestframework/html) and ``python-h5py-doc``; holdout-11 (session 14):
+  ``python-aiohttp-doc`` and ``python-tables-doc`` (PyTables).
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -241,6 +242,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-h5py-doc",
             root=DOC_ROOT / "python-h5py-doc" / "html",
             base_url="http://h5py.docs.local/",
+            experiment=True,
+        ),
+        # holdout-11 (session 14), fixed after holdout-10's single run, before any design work: docs/replay.md
+        DebianCorpus(
+            name="python-aiohttp-doc",
+            package="python-aiohttp-doc",
+            root=DOC_ROOT / "python-aiohttp-doc" / "html",
+            base_url="http://aiohttp.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-tables-doc",
+            package="python-tables-doc",
+            root=DOC_ROOT / "python-tables-doc" / "html",
+            base_url="http://pytables.docs.local/",
             experiment=True,
         ),
     )
