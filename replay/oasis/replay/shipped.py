@@ -176,6 +176,13 @@ def whittle_p(prepared: Prepared, config: ControllerConfig, traversals: int, q: 
 SAME_EVIDENCE = ("greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")
 
 
+# the robot as shipped without its one URL-keyed term, the URL directory's d(D) (session 14): on a later
+# traversal of the same web a directory's row remembers the pages fetched there before -- one row per page
+# on a site that gives every page its own folder -- so the later traversals' gain of this robot is what its
+# generalising features (the calibration and the states' c(x)) learn, reported apart from that memory
+FEATURES_ONLY = replace(SHIPPED, dir_weight=0.0)
+
+
 def baseline_ps(prepared: Prepared, policies: tuple[str, ...] = SAME_EVIDENCE) -> dict[str, float]:
     """Raw P of one traversal of each (deterministic) baseline, in one experiment (one upper bound)."""
     cfg = ExperimentConfig(policies=policies, traversals=1)
@@ -438,7 +445,9 @@ def evaluate(
     :func:`target_row` per run, with, when ``orders`` >= 2, the first traversal paired against greedy-anchor
     over that many link orders (:func:`link_orders`: ``orders_mean``, ``orders_se``, ``orders_ahead_on``,
     ``orders_verdict``) and the robot's last traversal paired with its own first on each order
-    (``orders_last_mean``, ``orders_last_se``, ``orders_last_verdict``, ``orders_dips_on``).
+    (``orders_last_mean``, ``orders_last_se``, ``orders_last_verdict``, ``orders_dips_on``), and the same
+    for :data:`FEATURES_ONLY`, the robot without its URL-keyed directory term (``features_last_mean``,
+    ``features_last_se``, ``features_last_verdict``: what generalises, apart from memorisation).
     ``DIR/evaluation.json`` is rewritten (atomically) after every run, so a run that fails keeps the rows of
     those before it; the failure is a RuntimeError naming the command."""
     import contextlib
@@ -473,6 +482,13 @@ def evaluate(
                 orders_last_verdict=paired["last_verdict"],
                 orders_dips_on=paired["dips_on"],
             )
+            if traversals > 1:  # the later traversals without the URL-keyed term (memorisation apart)
+                (features,) = link_orders([(corpus, topic)], orders, FEATURES_ONLY, traversals)
+                rows[-1].update(
+                    features_last_mean=features["last_mean"],
+                    features_last_se=features["last_se"],
+                    features_last_verdict=features["last_verdict"],
+                )
         write_json_atomic(out / "evaluation.json", {"split": split, "runs": rows}, indent=1)
         logger.info(
             "%d %s %r: t1 vs greedy-anchor %+.2f%%", k, corpus, topic, rows[-1]["t1_vs_greedy_anchor"]
@@ -490,6 +506,9 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
         n_orders = rows[0]["orders"]
         head += [f"t1 vs GA over {n_orders} link orders: mean (SE), verdict"]
         head += [f"last vs own t1 over {n_orders} link orders: mean (SE), verdict, orders with a dip"]
+    features = paired and all("features_last_mean" in r for r in rows)
+    if features:
+        head += ["the same without the directory term (features only): mean (SE), verdict"]
     lines = ["| run | " + " | ".join((*cols, *head)) + " |", "|---" * (1 + len(cols) + len(head)) + "|"]
 
     def cell(x: float | None) -> str:
@@ -507,6 +526,10 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
             cells.append(
                 f"{r['orders_last_mean']:+.2f}% ({r['orders_last_se']:.2f}), {r['orders_last_verdict']}, "
                 f"{r['orders_dips_on']}"
+            )
+        if features:
+            cells.append(
+                f"{r['features_last_mean']:+.2f}% ({r['features_last_se']:.2f}), {r['features_last_verdict']}"
             )
         lines.append(f"| {r['corpus']} {r['topic']!r} | " + " | ".join(cells) + " |")
     n = len(rows)
@@ -532,6 +555,12 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
             f"last traversal vs the robot's own first over {rows[0]['orders']} link orders (paired, by 2 "
             f"standard errors): improves {own.count('improves')}, flat {own.count('flat')}, falls "
             f"{own.count('falls')} of {n}"
+        )
+    if features:
+        own = [r["features_last_verdict"] for r in rows]
+        lines.append(
+            f"the same without the URL-keyed directory term (what generalises): improves "
+            f"{own.count('improves')}, flat {own.count('flat')}, falls {own.count('falls')} of {n}"
         )
     return "\n".join(lines)
 
