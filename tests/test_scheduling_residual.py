@@ -711,8 +711,27 @@ def test_versus_compares_two_robots_run_by_run_by_hand(
     (alone,) = link_orders([TRAINING[0]], orders=2)
     assert saved["versus"]["mean"] == pytest.approx(alone["mean"])
     assert "difference over runs: mean" in capsys.readouterr().out
+    assert "others" not in saved  # the second robot's rows are compared, not saved
     with pytest.raises(SystemExit):
         main(["orders", "--out", str(tmp_path), "--runs", "0", "--versus", "[1"])
+
+
+def test_link_orders_runs_more_robots_on_one_preparation_as_their_own_calls() -> None:
+    """``link_orders(..., others=...)``: each further robot's row (on the same web prepared once, against
+    greedy-anchor run once per order) is exactly the row of its own call, and the first robot's row is
+    unchanged by them; a robot with no traversal is refused."""
+    from oasis.replay.shipped import FEATURES_ONLY, link_orders
+
+    web = [("synthetic:pages=200,hosts=2,topics=2,seed=3", "databases")]
+    plain = replace(SHIPPED, start="empty", learn=False, link_mean=0.0, link_learn=None, explore_every=0)
+    (row,) = link_orders(web, 3, traversals=3, others=[(FEATURES_ONLY, 3), (plain, 1)])
+    features, flat = row.pop("others")
+    assert row == link_orders(web, 3, traversals=3)[0]
+    assert features == link_orders(web, 3, FEATURES_ONLY, 3)[0]
+    assert flat == link_orders(web, 3, plain, 1)[0] and "later" not in flat
+    assert flat["margins"] == [0.0, 0.0, 0.0]  # greedy-anchor's own order: the pairing is exact
+    with pytest.raises(ValueError, match="traversals"):
+        link_orders(web, 2, others=[(plain, 0)])
 
 
 @pytest.mark.parametrize(

@@ -306,7 +306,12 @@ def _verdict(mean: float, se: float, words: tuple[str, str, str]) -> str:
 
 
 def link_orders(
-    runs: Sequence[tuple[str, str]], orders: int = 10, config: ControllerConfig = SHIPPED, traversals: int = 1
+    runs: Sequence[tuple[str, str]],
+    orders: int = 10,
+    config: ControllerConfig = SHIPPED,
+    traversals: int = 1,
+    *,
+    others: Sequence[tuple[ControllerConfig, int]] = (),
 ) -> list[dict[str, Any]]:
     """Per (corpus, topic): the first traversal of the robot (``whittle``: ``config``, as shipped unless
     given) over greedy-anchor's (raw P, %) on ``orders`` orders of the web's links (order 0 as served; order
@@ -320,61 +325,77 @@ def link_orders(
     the same order (``later``: per order, traversals 2..N over traversal 1, %): the last traversal's mean,
     standard error and verdict ("improves" / "falls": more than 2 standard errors from 0; else "flat"), the
     orders it improves on, the mean of the best and of the worst later traversal, and the orders on which
-    some later traversal falls below the first."""
+    some later traversal falls below the first.
+
+    ``others``: more robots (configuration, traversals) on the same runs and orders; each row then carries
+    their rows, in that order, under ``"others"`` (the web is prepared, and greedy-anchor run, once for all:
+    a robot's row is the same as its own call's)."""
     if orders < 2:
         raise ValueError(f"orders must be >= 2 (a standard error needs two), got {orders}")
-    if traversals < 1:
-        raise ValueError(f"traversals must be >= 1, got {traversals}")
+    robots = [(config, traversals), *others]
+    if any(t < 1 for _c, t in robots):
+        raise ValueError(f"traversals must be >= 1, got {min(t for _c, t in robots)}")
+    ga_cfg = ExperimentConfig(policies=("greedy-anchor",), traversals=1)
     out: list[dict[str, Any]] = []
-    cfg = ExperimentConfig(policies=("greedy-anchor", "whittle"), traversals=traversals, controller=config)
     for corpus, topic in runs:
         prepared = _prepare(corpus, topic)
-        margins: list[float] = []
-        later: list[list[float]] = []
+        firsts: list[list[float]] = [[] for _ in robots]
+        later: list[list[list[float]]] = [[] for _ in robots]
         for seed in range(orders):
             p = replace(prepared, replay=prepared.replay.with_link_order(seed))
-            pol = Experiment(p, cfg).run()["policies"]
-            own = [float(x) for x in pol["whittle"]["P"]]
-            margins.append(pct(own[0], float(pol["greedy-anchor"]["P"][0])))
-            later.append([pct(x, own[0]) for x in own[1:]])
-        mean, sd, se = _paired(margins)
-        verdict = _verdict(mean, se, ("ahead", "behind", "level"))
-        row: dict[str, Any] = {
-            "corpus": corpus,
-            "topic": topic,
-            "margins": margins,
-            "as_served": margins[0],
-            "mean": mean,
-            "sd": sd,
-            "se": se,
-            "ahead_on": sum(m > 0 for m in margins),
-            "verdict": verdict,
-        }
-        if traversals > 1:
-            last_mean, _sd, last_se = _paired([o[-1] for o in later])
-            last_verdict = _verdict(last_mean, last_se, ("improves", "falls", "flat"))
-            row.update(
-                traversals=traversals,
-                later=later,
-                last_mean=last_mean,
-                last_se=last_se,
-                last_verdict=last_verdict,
-                improves_on=sum(o[-1] > 0 for o in later),
-                best_mean=statistics.fmean(max(o) for o in later),
-                worst_mean=statistics.fmean(min(o) for o in later),
-                dips_on=sum(min(o) < 0 for o in later),
-            )
+            ga = float(Experiment(p, ga_cfg).run()["policies"]["greedy-anchor"]["P"][0])
+            for k, (cfg, n) in enumerate(robots):
+                run_cfg = ExperimentConfig(policies=("whittle",), traversals=n, controller=cfg)
+                own = [float(x) for x in Experiment(p, run_cfg).run()["policies"]["whittle"]["P"]]
+                firsts[k].append(pct(own[0], ga))
+                later[k].append([pct(x, own[0]) for x in own[1:]])
+        rows = [
+            {"corpus": corpus, "topic": topic, **_order_stats(m, lt, n)}
+            for m, lt, (_c, n) in zip(firsts, later, robots, strict=True)
+        ]
+        row = rows[0]
+        if others:
+            row["others"] = rows[1:]
         out.append(row)
         logger.info(
             "%s %r: as served %+.2f%%, mean %+.2f%% (SE %.2f, %s)",
             corpus,
             topic,
-            margins[0],
-            mean,
-            se,
-            verdict,
+            row["as_served"],
+            row["mean"],
+            row["se"],
+            row["verdict"],
         )
     return out
+
+
+def _order_stats(margins: list[float], later: list[list[float]], traversals: int) -> dict[str, Any]:
+    """One robot's :func:`link_orders` figures from its margins over greedy-anchor per order and, with
+    ``traversals`` > 1, its later traversals over its own first per order."""
+    mean, sd, se = _paired(margins)
+    row: dict[str, Any] = {
+        "margins": margins,
+        "as_served": margins[0],
+        "mean": mean,
+        "sd": sd,
+        "se": se,
+        "ahead_on": sum(m > 0 for m in margins),
+        "verdict": _verdict(mean, se, ("ahead", "behind", "level")),
+    }
+    if traversals > 1:
+        last_mean, _sd, last_se = _paired([o[-1] for o in later])
+        row.update(
+            traversals=traversals,
+            later=later,
+            last_mean=last_mean,
+            last_se=last_se,
+            last_verdict=_verdict(last_mean, last_se, ("improves", "falls", "flat")),
+            improves_on=sum(o[-1] > 0 for o in later),
+            best_mean=statistics.fmean(max(o) for o in later),
+            worst_mean=statistics.fmean(min(o) for o in later),
+            dips_on=sum(min(o) < 0 for o in later),
+        )
+    return row
 
 
 def versus(rows: Sequence[dict[str, Any]], base: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -470,7 +491,8 @@ def evaluate(
         results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         rows.append({"run": k, "command": "oasis " + " ".join(argv), **target_row(results)})
         if orders >= 2:
-            (paired,) = link_orders([(corpus, topic)], orders, traversals=traversals)
+            features = [(FEATURES_ONLY, traversals)] if traversals > 1 else []
+            (paired,) = link_orders([(corpus, topic)], orders, traversals=traversals, others=features)
             rows[-1].update(
                 orders=orders,
                 orders_mean=paired["mean"],
@@ -482,12 +504,12 @@ def evaluate(
                 orders_last_verdict=paired["last_verdict"],
                 orders_dips_on=paired["dips_on"],
             )
-            if traversals > 1:  # the later traversals without the URL-keyed term (memorisation apart)
-                (features,) = link_orders([(corpus, topic)], orders, FEATURES_ONLY, traversals)
+            if features:  # the later traversals without the URL-keyed term (memorisation apart)
+                (alone,) = paired["others"]
                 rows[-1].update(
-                    features_last_mean=features["last_mean"],
-                    features_last_se=features["last_se"],
-                    features_last_verdict=features["last_verdict"],
+                    features_last_mean=alone["last_mean"],
+                    features_last_se=alone["last_se"],
+                    features_last_verdict=alone["last_verdict"],
                 )
         write_json_atomic(out / "evaluation.json", {"split": split, "runs": rows}, indent=1)
         logger.info(
@@ -614,12 +636,13 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     folder = _out_folder(parser, args.out)
     named = SPLITS[args.split] if args.split else tuple(TRAINING[i] for i in runs)
     labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
-    rows = link_orders(named, args.orders, config, args.traversals)
+    extra = [] if other is None else [(other, 1)]  # the other robot: the same runs and orders, compared
+    rows = link_orders(named, args.orders, config, args.traversals, others=extra)
     for label, row in zip(labels, rows, strict=True):
         row["run"] = label
     compared = None
-    if other is not None:  # the same runs and orders with the other robot, compared run by run
-        compared = versus(rows, link_orders(named, args.orders, other, 1))
+    if other is not None:  # run by run
+        compared = versus(rows, [row.pop("others")[0] for row in rows])
         for row, diff in zip(rows, compared["runs"], strict=True):
             row["versus"] = diff
     write_json_atomic(folder / "orders.json", rows, indent=1)  # a kill mid-write keeps the previous file
