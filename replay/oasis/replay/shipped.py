@@ -22,7 +22,8 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         vs greedy-anchor, vs greedy-anchor-mean and vs the strongest same-evidence baseline, its best later
         traversal vs its first, the memorising hybrid vs greedy-oracle, the first traversal paired with
         greedy-anchor's over --orders link orders (default 10; 0: not) and the last traversal with the
-        robot's own first on the same orders, and the targets' counts
+        robot's own first on the same orders, with and without its URL-keyed directory term
+        (:data:`FEATURES_ONLY`: memorisation apart), and the targets' counts
         (:func:`evaluation_table`); DIR/evaluation.json holds the rows. Run an unseen split once.
     python -m oasis.replay.shipped noise --out DIR [--shuffles 20] [--runs ...]
         per run, the robot as shipped and greedy-anchor-shuffled (its exact ties in a random order, the mean
