@@ -306,6 +306,12 @@ def _verdict(mean: float, se: float, words: tuple[str, str, str]) -> str:
     return above if mean > 2 * se else below if mean < -2 * se else neither
 
 
+def _tally(rows: Sequence[dict[str, Any]], key: str, words: tuple[str, str, str]) -> str:
+    """How many rows have each verdict of ``words`` under ``key``: "w1 n1, w2 n2, w3 n3"."""
+    verdicts = [r[key] for r in rows]
+    return ", ".join(f"{w} {verdicts.count(w)}" for w in words)
+
+
 def link_orders(
     runs: Sequence[tuple[str, str]],
     orders: int = 10,
@@ -492,7 +498,7 @@ def evaluate(
         results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         rows.append({"run": k, "command": "oasis " + " ".join(argv), **target_row(results)})
         if orders >= 2:
-            features = [(FEATURES_ONLY, traversals)] if traversals > 1 else []
+            features = [(FEATURES_ONLY, traversals)]  # the same robot without the URL-keyed term
             (paired,) = link_orders([(corpus, topic)], orders, traversals=traversals, others=features)
             rows[-1].update(
                 orders=orders,
@@ -505,13 +511,12 @@ def evaluate(
                 orders_last_verdict=paired["last_verdict"],
                 orders_dips_on=paired["dips_on"],
             )
-            if features:  # the later traversals without the URL-keyed term (memorisation apart)
-                (alone,) = paired["others"]
-                rows[-1].update(
-                    features_last_mean=alone["last_mean"],
-                    features_last_se=alone["last_se"],
-                    features_last_verdict=alone["last_verdict"],
-                )
+            (alone,) = paired["others"]  # its later traversals: memorisation apart
+            rows[-1].update(
+                features_last_mean=alone["last_mean"],
+                features_last_se=alone["last_se"],
+                features_last_verdict=alone["last_verdict"],
+            )
         write_json_atomic(out / "evaluation.json", {"split": split, "runs": rows}, indent=1)
         logger.info(
             "%d %s %r: t1 vs greedy-anchor %+.2f%%", k, corpus, topic, rows[-1]["t1_vs_greedy_anchor"]
@@ -566,24 +571,20 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
         f"improving within the traversals: {improving} of {n} (a later traversal below the first: {dips})"
     )
     lines.append(f"memorising hybrid at or above greedy-oracle: {hybrid} of {n}")
+    own_words = ("improves", "flat", "falls")
     if paired:
-        verdicts = [r["orders_verdict"] for r in rows]
         lines.append(
-            f"first traversal over {rows[0]['orders']} link orders (paired, by 2 standard errors): ahead "
-            f"{verdicts.count('ahead')}, level {verdicts.count('level')}, behind {verdicts.count('behind')} "
-            f"of {n}"
+            f"first traversal over {rows[0]['orders']} link orders (paired, by 2 standard errors): "
+            f"{_tally(rows, 'orders_verdict', ('ahead', 'level', 'behind'))} of {n}"
         )
-        own = [r["orders_last_verdict"] for r in rows]
         lines.append(
             f"last traversal vs the robot's own first over {rows[0]['orders']} link orders (paired, by 2 "
-            f"standard errors): improves {own.count('improves')}, flat {own.count('flat')}, falls "
-            f"{own.count('falls')} of {n}"
+            f"standard errors): {_tally(rows, 'orders_last_verdict', own_words)} of {n}"
         )
     if features:
-        own = [r["features_last_verdict"] for r in rows]
         lines.append(
-            f"the same without the URL-keyed directory term (what generalises): improves "
-            f"{own.count('improves')}, flat {own.count('flat')}, falls {own.count('falls')} of {n}"
+            "the same without the URL-keyed directory term (what generalises): "
+            f"{_tally(rows, 'features_last_verdict', own_words)} of {n}"
         )
     return "\n".join(lines)
 
@@ -669,10 +670,9 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
                 f"{r['dips_on']} of {args.orders}"
             )
         print(line)
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("ahead", "level", "behind")}
     print(
         f"as served: ahead on {sum(r['as_served'] > 0 for r in rows)} of {len(rows)}; over link orders: "
-        + ", ".join(f"{k} {v}" for k, v in counts.items())
+        + _tally(rows, "verdict", ("ahead", "level", "behind"))
     )
     if compared is not None:
         print(f"against --versus {args.versus}, first traversal, paired run by run over the same orders:")
@@ -686,10 +686,9 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
             f"{compared['better']}, worse on {compared['worse']} of {len(rows)} (by 2 standard errors)"
         )
     if later:
-        own = {v: sum(r["last_verdict"] == v for r in rows) for v in ("improves", "flat", "falls")}
         print(
             f"traversal {args.traversals} vs the robot's own first, over link orders: "
-            + ", ".join(f"{k} {v}" for k, v in own.items())
+            + _tally(rows, "last_verdict", ("improves", "flat", "falls"))
             + f"; some later traversal below the first on {sum(r['dips_on'] > 0 for r in rows)} runs"
         )
     return 0
