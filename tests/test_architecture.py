@@ -80,7 +80,12 @@ def test_every_folder_has_a_layer() -> None:
     # the services share one layer, so the contract keeps them independent of each other
     middle = {n for n, h in layer_of().items() if h == layer_of()["oasis.robot"]}
     assert middle == {
-        "oasis.web", "oasis.engine", "oasis.directory", "oasis.broker", "oasis.robot", "oasis.gateway"
+        "oasis.web",
+        "oasis.engine",
+        "oasis.directory",
+        "oasis.broker",
+        "oasis.robot",
+        "oasis.gateway",
     }
 
 

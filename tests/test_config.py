@@ -61,7 +61,6 @@ def test_unparsable_toml(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.toml")
 
 
-
 def _learning_toml(tmp_path: Path, robot: str, topics: str) -> Path:
     conf = tmp_path / "conf"
     conf.mkdir()

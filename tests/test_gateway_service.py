@@ -190,9 +190,12 @@ def test_status_page_shows_the_cluster_and_quality_series(gateway_cluster: Gatew
         assert "no quality data yet" not in page
         assert len(re.findall(r'<polyline class="series-(recall|freshness|M)"', page)) == 3
         assert 'data-topic="databases"' in page and "M 0.500" in page  # M = min(0.5, 0.75)
-        assert get(gateway_cluster, "/status", params={"format": "json"}).json()["quality"]["databases"][
-            "points"
-        ] == 11
+        assert (
+            get(gateway_cluster, "/status", params={"format": "json"}).json()["quality"]["databases"][
+                "points"
+            ]
+            == 11
+        )
     finally:
         quality.unlink()
 

@@ -1024,7 +1024,11 @@ def _crawl(
 
 
 @pytest.mark.parametrize("polite", [False, True])
-@pytest.mark.parametrize("config", [EMPTY, SHIPPED, DIRS], ids=["empty", "shipped", "dirs"])
+@pytest.mark.parametrize(
+    "config",
+    [EMPTY, SHIPPED, DIRS, replace(DIRS, dir_self=False)],
+    ids=["empty", "shipped", "dirs", "self-out"],
+)
 def test_same_decisions_as_the_plain_and_the_global_fringe(tmp_path: Path, polite: bool, config: Any) -> None:
     fast = _crawl("fast", 11, config=config, steps=240, polite=polite, ties=True, tmp=tmp_path)
     plain = _crawl("plain", 11, config=config, steps=240, polite=polite, ties=True, tmp=tmp_path)
@@ -1208,3 +1212,159 @@ def test_a_corrupt_link_section_of_a_checkpoint_is_refused_or_ignored() -> None:
     odd.load_state({**state, "link": [7.0, 3.0, 1.0]})
     assert odd.index.link_mean == SHIPPED.link_mean and odd.index.link_weight.n == 0.0
     assert odd.index.disagreements == 3
+
+
+# -- session 15: the directory term leaving a page's own fetches out ----------------------------------------
+
+SELF_OUT = replace(DIRS, dir_self=False)
+
+
+def _traversal(
+    config: Any, q: QTable | None, pages: dict[str, tuple[float, list[tuple[str, float]]]]
+) -> list[str]:
+    """One static traversal of a hand-made web (URL -> (relevance, [(link target, anchor relevance)])) from
+    its first page, one fetch per step; the table ``q`` is learned in place (carried to the next traversal
+    as ``oasis replay`` does). Returns the fetch order."""
+    ctl = make_controller("whittle", rng=random.Random(0), config=config, q=q)
+    ctl.add_seeds([next(iter(pages))])
+    order: list[str] = []
+    for step in range(10 * len(pages)):
+        batch = ctl.next_batch(1, float(step))
+        if not batch:
+            break
+        for url in batch:
+            if url in order:
+                ctl.report(FetchOutcome(url, "unchanged", pages[url][0], []), float(step))
+                continue
+            order.append(url)
+            rel, links = pages[url]
+            ctl.report(FetchOutcome(url, "new", rel, [Discovered(u, "", a) for u, a in links]), float(step))
+        if len(order) == len(pages):
+            break
+    return order
+
+
+def test_leave_self_out_directory_term_by_hand() -> None:
+    """The page's own fetches leave its directory's d(D), by hand (greedy-anchor's estimate, shrink 1,
+    dir_weight 1, dir_shrink 1). Traversal 1 (seed s, relevance .5, links a/b anchor .1, a/c anchor .3, e/f
+    anchor .25): c goes first (.8) and realises .2: directory a/ learns the residual .2 - .8 - 0 = -.6, which
+    leave-self-out also keeps as c's own part (row ds| + a/c: -.6 over 1 fetch); b (its own part e_b) and f
+    follow. On traversal 2 the carried table keys c with d(a/) = (-.6 + e_b) / (2 + 1) when its own fetch
+    counts (as shipped), and with d = e_b / (1 + 1), b's part alone, when it is left out; b (fetched too) with
+    -.6 / 2, c's part alone; f, alone in e/, with its own residual e_f / 2 (as shipped: its memory) or 0."""
+    from oasis.robot.scheduling.residual import OWN_ROW
+
+    seed = "http://w/s"
+    web = {
+        seed: (0.5, [("http://w/a/b", 0.1), ("http://w/a/c", 0.3), ("http://w/e/f", 0.25)]),
+        "http://w/a/b": (0.0, []),
+        "http://w/a/c": (0.2, []),
+        "http://w/e/f": (0.0, []),
+    }
+    first = {}
+    for name, own in (("in", True), ("out", False)):
+        config = replace(PLAIN, shrink=1.0, dir_weight=1.0, dir_shrink=1.0, calibrate=False, dir_self=own)
+        q = QTable(0.0)
+        first[name] = _traversal(config, q, web)
+        assert first[name][:2] == [seed, "http://w/a/c"]
+        rows = q.rows()
+        total, n = rows[DIR_ROW + "http://w/a/"][0] * 2.0, rows[DIR_ROW + "http://w/a/"][2]
+        assert n == 2.0  # b and c were fetched from a/
+        if own:
+            assert not any(k.startswith(OWN_ROW) for k in rows)  # as shipped: no per-URL rows
+            e_b = total + 0.6
+        else:
+            assert rows[OWN_ROW + "http://w/a/c"] == pytest.approx((-0.6, 0.0, 1.0))
+            e_b, n_b = rows[OWN_ROW + "http://w/a/b"][0], rows[OWN_ROW + "http://w/a/b"][2]
+            assert n_b == 1.0 and total == pytest.approx(-0.6 + e_b)
+            assert rows[OWN_ROW + "http://w/e/f"] == rows[DIR_ROW + "http://w/e/"]  # f alone in e/
+        # traversal 2 from the carried table, stopped after the seed's fetch: the fringe's keys
+        ctl = make_controller("whittle", rng=random.Random(0), config=config, q=q.copy())
+        ctl.add_seeds([seed])
+        assert ctl.next_batch(1, 0.0) == [seed]
+        ctl.report(FetchOutcome(seed, "new", 0.5, [Discovered(u, "", a) for u, a in web[seed][1]]), 0.0)
+        idx = ctl.index
+
+        def d(url: str, ctl: Any = ctl, idx: Any = idx) -> float:  # the key less b_i (no calibration), c(x)
+            doc = ctl.docs.ids[url]
+            return float(idx.value(doc) - idx.base[doc] - idx.correction(idx.states[doc]))
+
+        if own:
+            assert d("http://w/a/c") == pytest.approx((-0.6 + e_b) / 3.0)
+            assert d("http://w/a/b") == pytest.approx((-0.6 + e_b) / 3.0)
+        else:
+            assert d("http://w/a/c") == pytest.approx(e_b / 2.0)
+            assert d("http://w/a/b") == pytest.approx(-0.6 / 2.0)
+        e_f = rows[DIR_ROW + "http://w/e/"][0]
+        assert e_f < 0.0 and d("http://w/e/f") == pytest.approx(
+            e_f / 2.0 if own else 0.0
+        )  # its memory, or none
+    assert first["in"] == first["out"]  # the first traversal is the same
+
+
+def _folders(seed: int, n: int, per_folder: int) -> dict[str, tuple[float, list[tuple[str, float]]]]:
+    """A random web of ``n`` pages, ``per_folder`` pages per URL directory (1: every page its own folder, as
+    MkDocs writes a site), with relevances and anchors drawn at random."""
+    rng = random.Random(seed)
+    urls = [f"http://w/f{i // per_folder}/p{i}.html" for i in range(n)]
+    web = {}
+    for url in urls:
+        targets = rng.sample(urls, 4)
+        web[url] = (rng.random() ** 3, [(t, rng.random() * 0.3) for t in targets if t != url])
+    for i in range(1, n):  # every page reachable: page i - 1 links to page i
+        if (urls[i], 0.0) not in web[urls[i - 1]][1]:
+            web[urls[i - 1]][1].append((urls[i], 0.0))
+    return web
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_leave_self_out_has_no_memory_on_a_web_with_one_page_per_folder(seed: int) -> None:
+    """On a web whose every page has its own folder, leaving the page's own fetches out of d(D) leaves no
+    directory evidence at all: every traversal's order is the robot's without the directory term, while with
+    the page's own fetches in (as shipped) a later traversal differs (it remembers pages). On a web with
+    several pages per folder the directory still teaches: a later order differs from the features-only one.
+    On every web the first traversal is the shipped term's."""
+    web = _folders(seed, 120, 1)
+    runs = {}
+    for name, config in (("in", DIRS), ("out", SELF_OUT), ("none", replace(DIRS, dir_weight=0.0))):
+        q = QTable(0.0)
+        runs[name] = [_traversal(config, q, web) for _ in range(3)]
+    assert all(len(order) == len(web) for order in runs["out"])
+    assert runs["out"] == runs["none"]
+    assert runs["in"][0] == runs["out"][0] and runs["in"][1:] != runs["out"][1:]
+    shared = _folders(seed, 120, 6)
+    orders = {}
+    for name, config in (("in", DIRS), ("out", SELF_OUT), ("none", replace(DIRS, dir_weight=0.0))):
+        q = QTable(0.0)
+        orders[name] = [_traversal(config, q, shared) for _ in range(3)]
+    assert orders["in"][0] == orders["out"][0]
+    assert orders["out"][1:] != orders["none"][1:]
+
+
+def test_leave_self_out_survives_a_checkpoint() -> None:
+    """A later traversal's controller, restored from its checkpoint mid-crawl, keys every fringe page with
+    the same leave-self-out d(D) (the directories' sums as of the last re-fit are saved) and decides alike."""
+    # (without the in-link mean: a checkpoint keeps a page's mixed estimate, not its in-link sums, so later
+    # links move a restored page differently; test_learned_link_weight_re_keys_the_fringe_and_survives_...)
+    config = replace(SELF_OUT, link_mean=0.0, link_learn=None, explore_every=0)
+    web = _folders(3, 120, 3)
+    q = QTable(0.0)
+    _traversal(config, q, web)
+    ctl = make_controller("whittle", rng=random.Random(0), config=config, q=q)
+    ctl.add_seeds([next(iter(web))])
+    for step in range(30):
+        for url in ctl.next_batch(1, float(step)):
+            ctl.report(
+                FetchOutcome(url, "new", web[url][0], [Discovered(u, "", a) for u, a in web[url][1]]),
+                float(step),
+            )
+    state = json.loads(json.dumps(ctl.state_dict()))
+    assert state["published_sums"]
+    restored = make_controller("whittle", rng=random.Random(0), config=config)
+    restored.load_state(state)
+    queued = [d for d in ctl._fringe_order() if ctl.docs.status[d] != FLIGHT]
+    own = [d for d in queued if ctl.index.own_n[d]]
+    assert own and len(queued) > 20  # pages fetched on traversal 1 are queued with their own part
+    for doc in queued:
+        assert restored.index.key(doc) == ctl.index.key(doc)
+    assert [restored.next_batch(1, 99.0) for _ in range(20)] == [ctl.next_batch(1, 99.0) for _ in range(20)]

@@ -58,6 +58,13 @@ class ControllerConfig:
     # the same directory) added with this weight (0: off); ``dir_shrink`` pseudo-samples at 0
     dir_weight: float = 0.0
     dir_shrink: float = 3.0
+    # residual (session 15): whether a page's own past fetches count in its directory's d(D). True (as
+    # shipped): the directory's row is the mean over every fetch in it, the page's own included, so on a site
+    # with one page per folder d(D) is that page's memory on a later traversal. False (leave-self-out): a
+    # page's d(D) is its directory's shrunk mean residual over the *other* pages' fetches (each fetched page
+    # keeps its own contribution in a web-specific row ``ds|`` + URL), what the directory teaches about a
+    # page never fetched: the same first traversal, and later traversals without per-URL memory
+    dir_self: bool = True
     # residual: prequential selection of the index's components on the current web (docs/replay.md "Session
     # 6"): at each re-fit the index uses the candidate (calibration tilt, c(x), d(D) each on or off) with the
     # best prequential log-likelihood of the realised rewards, the training choice (all on) given a head

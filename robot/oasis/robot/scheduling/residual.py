@@ -71,11 +71,13 @@ def on_grid(x: float) -> float:
 FIT = ("fit:1", "fit:2", "fit:3")  # the pooled sums: [n, Sp, Sa], [Sy, Spp, Saa], [Spa, Spy, Say]
 ANCHOR_ROW = "ar|"  # + state: [mean anchor relevance of its samples, 0, n] beside the state's own row
 DIR_ROW = "dr|"  # + URL directory: [mean residual of its fetched pages, 0, n] (web-specific: never shipped)
+# + URL, leave-self-out (``dir_self`` False): [sum of the page's own residuals in its directory's row, 0, n]
+OWN_ROW = "ds|"
 # prequential selection (session 6): the squared errors of the 8 candidates (mask = TILT | STATE | DIR),
 # predicted before each fetch, summed on this web: [L0, L1, L2], [L3, L4, L5], [L6, L7, n] (never shipped)
 PREQ = ("pq:1", "pq:2", "pq:3")
 TILT, STATE, DIR = 1, 2, 4  # the components: the calibration's two slopes (else one on b), c(x), d(D)
-WEB_ROWS = (DIR_ROW, "pq:")  # row-name prefixes that are web-specific (a trained table drops them)
+WEB_ROWS = (DIR_ROW, OWN_ROW, "pq:")  # row-name prefixes that are web-specific (a trained table drops them)
 
 
 def url_directory(url: str) -> str:
@@ -235,6 +237,12 @@ class ResidualIndex:
         self._interned: dict[str, str] = {}  # URL directory -> its row name
         self._anchor_rows: dict[str, str] = {}  # state -> ANCHOR_ROW + state (built once)
         self.published: dict[str, float] = {}  # directory row name -> on-grid d(D) as of the last re-fit
+        # leave-self-out (``dir_self`` False): per directory row its (sum of residuals, n) as of the last
+        # re-fit, and per document its own (sum, n) in that row when it was queued (0, 0: never fetched)
+        self.self_out = self.dirs and not config.dir_self
+        self.published_sums: dict[str, tuple[float, float]] = {}
+        if self.self_out:
+            self.own_sum, self.own_n = table.column("d"), table.column("d")
         # prequential selection: the components in use (chosen at each re-fit), the training choice, and the
         # two calibrations the candidates predict with (two slopes; one common slope on b)
         self.select = config.select_tau is not None
@@ -334,6 +342,10 @@ class ResidualIndex:
         if self.dirs and self.mask & DIR:  # every directory's d(D) as of this re-fit (without a row: 0)
             d = self.dir_correction
             self.published = {name: on_grid(d(name)) for name in rows if name.startswith(DIR_ROW)}
+            if self.self_out:
+                self.published_sums = {
+                    name: (row[0] * row[2], row[2]) for name, row in rows.items() if name.startswith(DIR_ROW)
+                }
 
     def losses(self) -> tuple[dict[int, float], float]:
         """The candidates' summed squared prequential errors on this web (mask -> loss; DIR masks only with
@@ -364,8 +376,37 @@ class ResidualIndex:
         return d if floor is None or d >= floor else floor
 
     def published_dir(self, doc: int) -> float:
-        """On-grid d(D) of the document's URL directory as of the last re-fit (0 without the term)."""
+        """On-grid d(D) of the document's URL directory as of the last re-fit (0 without the term); leave-
+        self-out, over the other pages' fetches only (:meth:`others_dir`)."""
+        if self.self_out and self.own_n[doc]:
+            return self.others_dir(doc)
         return self.published.get(self.directory[doc], 0.0)  # type: ignore[arg-type]
+
+    def others_dir(self, doc: int) -> float:
+        """Leave-self-out d(D) of a document that was fetched before: ``dir_weight`` x (S - s_i) / (n - n_i +
+        ``dir_shrink``), S and n its directory's residual sum and count as of the last re-fit, s_i and n_i its
+        own part of them (on the grid; 0 when no other page of the directory was fetched, or without the
+        term in use)."""
+        sums = self.published_sums.get(self.directory[doc])  # type: ignore[arg-type]
+        if sums is None or not self.mask & DIR:
+            return 0.0
+        return on_grid(self.dir_others(sums[0], sums[1], self.own_sum[doc], self.own_n[doc]))
+
+    def dir_others(self, total: float, n: float, own: float, own_n: float) -> float:
+        """d(D) from a directory row's residual sum ``total`` over ``n`` fetches without a page's own part
+        (``own`` over ``own_n``): the shrunk mean of the rest, weighted and floored as
+        :meth:`dir_correction`."""
+        cfg = self.config
+        rest = n - own_n
+        d = cfg.dir_weight * shrunk_mean((total - own) / rest, rest, cfg.dir_shrink) if rest > 0.0 else 0.0
+        floor = cfg.dir_floor
+        return d if floor is None or d >= floor else floor
+
+    def own_part(self, doc: int, url: str) -> None:
+        """Leave-self-out: the document's own (sum, n) in its directory's row, from the table (0, 0 if it was
+        never fetched)."""
+        row = self.q.rows().get(OWN_ROW + url)
+        self.own_sum[doc], self.own_n[doc] = (row[0], row[2]) if row is not None else (0.0, 0.0)
 
     def group(self, doc: int) -> str:
         """The fringe group of a document: its state."""
@@ -399,6 +440,8 @@ class ResidualIndex:
             if name is None:
                 name = self._interned[directory] = DIR_ROW + directory
             self.directory[doc] = name
+            if self.self_out:
+                self.own_part(doc, url)
         return state
 
     def set_directory(self, doc: int, url: str) -> None:
@@ -407,6 +450,8 @@ class ResidualIndex:
         if name is None:
             name = self._interned[directory] = DIR_ROW + directory
         self.directory[doc] = name
+        if self.self_out:
+            self.own_part(doc, url)
 
     def state_key(self, state: str) -> float:
         """The on-grid c(x) a state adds to its documents' keys (0 for the seeds, and when prequential
@@ -423,7 +468,10 @@ class ResidualIndex:
         b = self.base[doc]
         ar = self.anchor[doc]
         if self.dirs:  # + d(D) as of the last re-fit (published_dir, inlined)
-            d = self.published.get(self.directory[doc], 0.0)  # type: ignore[arg-type]
+            if self.self_out and self.own_n[doc]:
+                d = self.others_dir(doc)
+            else:
+                d = self.published.get(self.directory[doc], 0.0)  # type: ignore[arg-type]
             return on_grid(self.fit.estimate(b - ar, ar) + TIE_WEIGHT * b + d)
         return on_grid(self.fit.estimate(b - ar, ar) + TIE_WEIGHT * b)
 
@@ -480,6 +528,10 @@ class ResidualIndex:
             drow = rows.get(name, zero)  # type: ignore[arg-type]
             nd = drow[2] + 1.0
             q.put(name, (drow[0] + (e - drow[0]) / nd, 0.0, nd))  # type: ignore[arg-type]  # running_mean
+            if self.self_out:  # the page's own part of that row (its queued own_sum/own_n stay as they were)
+                own = OWN_ROW + self._table.urls[doc]
+                orow = rows.get(own, zero)
+                q.put(own, (orow[0] + e, 0.0, orow[2] + 1.0))
         n = row[2] + 1.0
         # Q(x, 1) of the state: Eq. 10 with the step size 1 / n; beside it the state's mean parent relevance
         q.put(state, (running_mean(row[0], pr, n), running_mean(row[1], y, n), n))
@@ -519,7 +571,10 @@ class ResidualIndex:
         d = 0.0
         if self.dirs:
             drow = rows.get(self.directory[doc])  # type: ignore[arg-type]
-            if drow is not None:
+            if drow is not None and self.self_out:
+                orow = rows.get(OWN_ROW + self._table.urls[doc], (0.0, 0.0, 0.0))
+                d = self.dir_others(drow[0] * drow[2], drow[2], orow[0], orow[2])
+            elif drow is not None:
                 d = cfg.dir_weight * shrunk_mean(drow[0], drow[2], cfg.dir_shrink)
                 if cfg.dir_floor is not None and d < cfg.dir_floor:
                     d = cfg.dir_floor
@@ -860,6 +915,7 @@ def _make_class() -> type:
             self._restore_anchor: dict[int, float] = {}  # doc -> anchor part, during load_state only
             self._restore_fit: list[float] | None = None  # (a, wp, wa, next re-fit), during load_state only
             self._restore_published: dict[str, float] = {}  # c(x) as of the last re-fit, during load_state
+            self._restore_sums: dict[str, tuple[float, float]] = {}  # leave-self-out sums, during load_state
             self._restore_select: list[float] | None = None  # mask, the two calibrations: during load_state
             self._restore_duel: list[float] | None = None  # the duel's state, during load_state
             self._restore_link: list[float] | None = None  # in-link weight and exploration, during load_state
@@ -998,6 +1054,8 @@ def _make_class() -> type:
             out["fit"] = [*idx.fit, idx._next_fit]  # the calibration in use (re-fitted only at doublings)
             if idx.dirs:  # and the corrections c(x) as of that re-fit
                 out["published"] = dict(idx.published)
+                if idx.self_out:  # and the directories' sums the leave-self-out d(D) subtracts from
+                    out["published_sums"] = {k: list(v) for k, v in idx.published_sums.items()}
             if idx.select or idx.duel:  # the components in use and the candidates' two calibrations
                 out["select"] = [idx.mask, *idx.fit_two, *idx.fit_common]
             if idx.duel:
@@ -1018,6 +1076,9 @@ def _make_class() -> type:
             fit = state.get("fit")
             self._restore_fit = [float(v) for v in fit] if isinstance(fit, list) and len(fit) == 4 else None
             self._restore_published = {str(k): float(v) for k, v in state.get("published", {}).items()}
+            self._restore_sums = {
+                str(k): (float(v[0]), float(v[1])) for k, v in state.get("published_sums", {}).items()
+            }
             select = state.get("select")
             ok = isinstance(select, list) and len(select) == 7
             self._restore_select = [float(v) for v in select] if ok else None  # type: ignore[union-attr]
@@ -1031,6 +1092,7 @@ def _make_class() -> type:
                 super().load_state(state)
             finally:
                 self._restore_anchor, self._restore_fit, self._restore_published = {}, None, {}
+                self._restore_sums = {}
                 self._restore_select = self._restore_duel = self._restore_link = None
 
         def _restore_fringe(self, doc: int, dstate: str | None) -> None:
@@ -1060,6 +1122,7 @@ def _make_class() -> type:
                 a, wp, wa, next_fit = self._restore_fit
                 self.index.fit, self.index._next_fit = Calibration(a, wp, wa), next_fit
                 self.index.published = dict(self._restore_published)
+                self.index.published_sums = dict(self._restore_sums)
             idx = self.index
             if self._restore_select is not None and (idx.select or idx.duel):
                 sel = self._restore_select
