@@ -18,7 +18,8 @@
   ``python-lxml-doc`` (at /usr/share/doc/python-lxml/html); holdout-9 (session 11): ``python-werkzeug-doc``
   and ``python-ipython-doc``; holdout-10 (session 13): ``python-djangorestframework-doc`` (at
   /usr/share/doc/python3-djangorestframework/html) and ``python-h5py-doc``; holdout-11 (session 14):
-  ``python-aiohttp-doc`` and ``python-tables-doc`` (PyTables).
+  ``python-aiohttp-doc`` and ``python-tables-doc`` (PyTables); holdout-12 (session 15): ``python-authlib-doc``
+  and ``python-ezdxf-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -257,6 +258,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-tables-doc",
             root=DOC_ROOT / "python-tables-doc" / "html",
             base_url="http://pytables.docs.local/",
+            experiment=True,
+        ),
+        # holdout-12 (session 15), fixed after holdout-11's single run, before any design work: docs/replay.md
+        DebianCorpus(
+            name="python-authlib-doc",
+            package="python-authlib-doc",
+            root=DOC_ROOT / "python-authlib-doc" / "html",
+            base_url="http://authlib.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-ezdxf-doc",
+            package="python-ezdxf-doc",
+            root=DOC_ROOT / "python-ezdxf-doc" / "html",
+            base_url="http://ezdxf.docs.local/",
             experiment=True,
         ),
     )
