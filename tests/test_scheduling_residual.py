@@ -1368,3 +1368,10 @@ def test_leave_self_out_survives_a_checkpoint() -> None:
     for doc in queued:
         assert restored.index.key(doc) == ctl.index.key(doc)
     assert [restored.next_batch(1, 99.0) for _ in range(20)] == [ctl.next_batch(1, 99.0) for _ in range(20)]
+    # a corrupt section is a ValueError (the crawler's "cannot be resumed; move it aside"), never half-applied
+    name = next(iter(state["published_sums"]))
+    for bad in ([1.0, 2.0], {name: [1.0]}, {name: ["x", 1.0]}):
+        with pytest.raises(ValueError):
+            make_controller("whittle", rng=random.Random(0), config=config).load_state(
+                {**state, "published_sums": bad}
+            )

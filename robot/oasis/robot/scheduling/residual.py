@@ -1076,9 +1076,12 @@ def _make_class() -> type:
             fit = state.get("fit")
             self._restore_fit = [float(v) for v in fit] if isinstance(fit, list) and len(fit) == 4 else None
             self._restore_published = {str(k): float(v) for k, v in state.get("published", {}).items()}
-            self._restore_sums = {
-                str(k): (float(v[0]), float(v[1])) for k, v in state.get("published_sums", {}).items()
-            }
+            sums = state.get("published_sums", {})
+            if not isinstance(sums, dict) or not all(
+                isinstance(v, list) and len(v) == 2 for v in sums.values()
+            ):
+                raise ValueError("a checkpoint's published_sums must map directory rows to [sum, n]")
+            self._restore_sums = {str(k): (float(v[0]), float(v[1])) for k, v in sums.items()}
             select = state.get("select")
             ok = isinstance(select, list) and len(select) == 7
             self._restore_select = [float(v) for v in select] if ok else None  # type: ignore[union-attr]
