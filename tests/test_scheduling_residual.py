@@ -1244,6 +1244,12 @@ def _traversal(
     return order
 
 
+def _dir_part(ctl: Any, url: str) -> float:
+    """A fringe page's d(D): its Q_i(1) less its estimate (b_i, without calibration) and its state's c(x)."""
+    idx, doc = ctl.index, ctl.docs.ids[url]
+    return float(idx.value(doc) - idx.base[doc] - idx.correction(idx.states[doc]))
+
+
 def test_leave_self_out_directory_term_by_hand() -> None:
     """The page's own fetches leave its directory's d(D), by hand (greedy-anchor's estimate, shrink 1,
     dir_weight 1, dir_shrink 1). Traversal 1 (seed s, relevance .5, links a/b anchor .1, a/c anchor .3, e/f
@@ -1283,22 +1289,15 @@ def test_leave_self_out_directory_term_by_hand() -> None:
         ctl.add_seeds([seed])
         assert ctl.next_batch(1, 0.0) == [seed]
         ctl.report(FetchOutcome(seed, "new", 0.5, [Discovered(u, "", a) for u, a in web[seed][1]]), 0.0)
-        idx = ctl.index
-
-        def d(url: str, ctl: Any = ctl, idx: Any = idx) -> float:  # the key less b_i (no calibration), c(x)
-            doc = ctl.docs.ids[url]
-            return float(idx.value(doc) - idx.base[doc] - idx.correction(idx.states[doc]))
-
         if own:
-            assert d("http://w/a/c") == pytest.approx((-0.6 + e_b) / 3.0)
-            assert d("http://w/a/b") == pytest.approx((-0.6 + e_b) / 3.0)
+            assert _dir_part(ctl, "http://w/a/c") == pytest.approx((-0.6 + e_b) / 3.0)
+            assert _dir_part(ctl, "http://w/a/b") == pytest.approx((-0.6 + e_b) / 3.0)
         else:
-            assert d("http://w/a/c") == pytest.approx(e_b / 2.0)
-            assert d("http://w/a/b") == pytest.approx(-0.6 / 2.0)
+            assert _dir_part(ctl, "http://w/a/c") == pytest.approx(e_b / 2.0)
+            assert _dir_part(ctl, "http://w/a/b") == pytest.approx(-0.6 / 2.0)
         e_f = rows[DIR_ROW + "http://w/e/"][0]
-        assert e_f < 0.0 and d("http://w/e/f") == pytest.approx(
-            e_f / 2.0 if own else 0.0
-        )  # its memory, or none
+        assert e_f < 0.0  # f's own residual: its memory as shipped, none left out
+        assert _dir_part(ctl, "http://w/e/f") == pytest.approx(e_f / 2.0 if own else 0.0)
     assert first["in"] == first["out"]  # the first traversal is the same
 
 

@@ -62,8 +62,9 @@ class ControllerConfig:
     # shipped): the directory's row is the mean over every fetch in it, the page's own included, so on a site
     # with one page per folder d(D) is that page's memory on a later traversal. False (leave-self-out): a
     # page's d(D) is its directory's shrunk mean residual over the *other* pages' fetches (each fetched page
-    # keeps its own contribution in a web-specific row ``ds|`` + URL), what the directory teaches about a
-    # page never fetched: the same first traversal, and later traversals without per-URL memory
+    # keeps its own contribution in a web-specific row ``ds|`` + URL): the same first traversal, but on a
+    # later one each page of a directory gets its own d(D), which falls as its own past residual rises --
+    # memory with its sign reversed, worse than no directory term (docs/replay.md "Session 15"; not shipped)
     dir_self: bool = True
     # residual: prequential selection of the index's components on the current web (docs/replay.md "Session
     # 6"): at each re-fit the index uses the candidate (calibration tilt, c(x), d(D) each on or off) with the

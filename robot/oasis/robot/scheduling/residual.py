@@ -371,7 +371,10 @@ class ResidualIndex:
         row = self.q.rows().get(name)
         if row is None:
             return 0.0
-        d = self.config.dir_weight * shrunk_mean(row[0], row[2], self.config.dir_shrink)
+        return self.dir_floored(self.config.dir_weight * shrunk_mean(row[0], row[2], self.config.dir_shrink))
+
+    def dir_floored(self, d: float) -> float:
+        """``d`` at or above ``dir_floor`` (no floor: ``d``)."""
         floor = self.config.dir_floor
         return d if floor is None or d >= floor else floor
 
@@ -399,8 +402,7 @@ class ResidualIndex:
         cfg = self.config
         rest = n - own_n
         d = cfg.dir_weight * shrunk_mean((total - own) / rest, rest, cfg.dir_shrink) if rest > 0.0 else 0.0
-        floor = cfg.dir_floor
-        return d if floor is None or d >= floor else floor
+        return self.dir_floored(d)
 
     def own_part(self, doc: int, url: str) -> None:
         """Leave-self-out: the document's own (sum, n) in its directory's row, from the table (0, 0 if it was
@@ -575,9 +577,7 @@ class ResidualIndex:
                 orow = rows.get(OWN_ROW + self._table.urls[doc], (0.0, 0.0, 0.0))
                 d = self.dir_others(drow[0] * drow[2], drow[2], orow[0], orow[2])
             elif drow is not None:
-                d = cfg.dir_weight * shrunk_mean(drow[0], drow[2], cfg.dir_shrink)
-                if cfg.dir_floor is not None and d < cfg.dir_floor:
-                    d = cfg.dir_floor
+                d = self.dir_floored(cfg.dir_weight * shrunk_mean(drow[0], drow[2], cfg.dir_shrink))
         r0, r1, r2, r3 = y - ec, y - e2, y - ec - cc, y - e2 - c2  # masks 0, TILT, STATE, TILT | STATE
         zero = (0.0, 0.0, 0.0)
         p1, p2, p3 = rows.get(PREQ[0], zero), rows.get(PREQ[1], zero), rows.get(PREQ[2], zero)
