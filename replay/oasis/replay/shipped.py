@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-12 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-13 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -134,12 +134,17 @@ TRAINING = (
     ("debian:python-aiohttp-doc", "server deployment logging testing"),
     ("debian:python-tables-doc", "optimization tips condition syntax supported data types"),
     ("debian:python-tables-doc", "filenode simulating a filesystem parameter files file format"),
+    # session 16: holdout-12 was run once with session 11's robot (unchanged), paired over link orders
+    ("debian:python-authlib-doc", "oauth clients session requests httpx frameworks"),
+    ("debian:python-authlib-doc", "jose json web signature encryption key token"),
+    ("debian:python-ezdxf-doc", "basic concepts layers linetypes coordinate systems units"),
+    ("debian:python-ezdxf-doc", "addons drawing export importer geo interface"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-11 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51, 52-55,
-# 56-59); holdout-12 is unseen
+# holdout-12 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51, 52-55,
+# 56-59, 60-63); holdout-13 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-5": TRAINING[32:36],
     "holdout-6": TRAINING[36:40],
@@ -148,13 +153,14 @@ SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-9": TRAINING[48:52],
     "holdout-10": TRAINING[52:56],
     "holdout-11": TRAINING[56:60],
-    # session 15, fixed after holdout-11's single run and before any design work (docs/replay.md "Session
-    # 15"); topics from each table of contents only
-    "holdout-12": (
-        ("debian:python-authlib-doc", "oauth clients session requests httpx frameworks"),
-        ("debian:python-authlib-doc", "jose json web signature encryption key token"),
-        ("debian:python-ezdxf-doc", "basic concepts layers linetypes coordinate systems units"),
-        ("debian:python-ezdxf-doc", "addons drawing export importer geo interface"),
+    "holdout-12": TRAINING[60:64],
+    # session 16, fixed after holdout-12's single run and before any design work (docs/replay.md "Session
+    # 16"); topics from each table of contents only
+    "holdout-13": (
+        ("debian:python-quart-doc", "websockets server sent events streaming responses http2"),
+        ("debian:python-quart-doc", "background tasks startup shutdown event loop synchronous code"),
+        ("debian:python-gitlab-doc", "merge requests approvals pipelines jobs runners"),
+        ("debian:python-gitlab-doc", "users groups access tokens permissions keys"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

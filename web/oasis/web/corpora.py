@@ -19,7 +19,7 @@
   and ``python-ipython-doc``; holdout-10 (session 13): ``python-djangorestframework-doc`` (at
   /usr/share/doc/python3-djangorestframework/html) and ``python-h5py-doc``; holdout-11 (session 14):
   ``python-aiohttp-doc`` and ``python-tables-doc`` (PyTables); holdout-12 (session 15): ``python-authlib-doc``
-  and ``python-ezdxf-doc``.
+  and ``python-ezdxf-doc``; holdout-13 (session 16): ``python-quart-doc`` and ``python-gitlab-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -273,6 +273,21 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-ezdxf-doc",
             root=DOC_ROOT / "python-ezdxf-doc" / "html",
             base_url="http://ezdxf.docs.local/",
+            experiment=True,
+        ),
+        # holdout-13 (session 16), fixed after holdout-12's single run, before any design work: docs/replay.md
+        DebianCorpus(
+            name="python-quart-doc",
+            package="python-quart-doc",
+            root=DOC_ROOT / "python-quart-doc" / "html",
+            base_url="http://quart.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-gitlab-doc",
+            package="python-gitlab-doc",
+            root=DOC_ROOT / "python-gitlab-doc" / "html",
+            base_url="http://python-gitlab.docs.local/",
             experiment=True,
         ),
     )
