@@ -1343,9 +1343,7 @@ def test_leave_self_out_has_no_memory_on_a_web_with_one_page_per_folder(seed: in
 def test_leave_self_out_survives_a_checkpoint() -> None:
     """A later traversal's controller, restored from its checkpoint mid-crawl, keys every fringe page with
     the same leave-self-out d(D) (the directories' sums as of the last re-fit are saved) and decides alike."""
-    # (without the in-link mean: a checkpoint keeps a page's mixed estimate, not its in-link sums, so later
-    # links move a restored page differently; test_learned_link_weight_re_keys_the_fringe_and_survives_...)
-    config = replace(SELF_OUT, link_mean=0.0, link_learn=None, explore_every=0)
+    config = SELF_OUT  # with the in-link mean: its sums are checkpointed too (session 16)
     web = _folders(3, 120, 3)
     q = QTable(0.0)
     _traversal(config, q, web)
@@ -1374,3 +1372,67 @@ def test_leave_self_out_survives_a_checkpoint() -> None:
             make_controller("whittle", rng=random.Random(0), config=config).load_state(
                 {**state, "published_sums": bad}
             )
+
+
+# -- session 16: the in-link evidence survives a checkpoint -------------------------------------------------
+
+
+def _linked_web_run(ctl: Any, start: int, steps: int, rng: random.Random) -> list[str]:
+    """Fetch ``steps`` pages, one per step, of a web whose pages link to 5 of 80 others (so most fringe
+    pages are reached by several links: the in-link mean differs from the best link); the relevance and the
+    anchors are drawn from ``rng`` (the same draws for two controllers given equal generators)."""
+    order: list[str] = []
+    for step in range(start, start + steps):
+        batch = ctl.next_batch(1, float(step))
+        if not batch:
+            break
+        order.extend(batch)
+        links = [
+            Discovered(f"http://h{j % 3}.example.org/p{j}.html", "", rng.random())
+            for j in rng.sample(range(80), 5)
+        ]
+        ctl.report(FetchOutcome(batch[0], "new", rng.random(), links), float(step))
+    return order
+
+
+@pytest.mark.parametrize("link_learn", [None, 0.05])
+def test_the_in_link_evidence_survives_a_checkpoint(link_learn: float | None) -> None:
+    """With the in-link mean (as shipped), a fringe page's key mixes its best link with the mean over all its
+    links; the checkpoint keeps each queued page's best link and link sums, so a restored controller keys
+    every page as before and, fed the same outcomes, makes the same decisions as the one never stopped
+    (before session 16 the restored estimate counted as one link and later decisions moved)."""
+    cfg = replace(SHIPPED, link_learn=link_learn)
+    ctl = make_controller("whittle", rng=random.Random(1), config=cfg)
+    ctl.add_seeds(["http://h0.example.org/p0.html"])
+    _linked_web_run(ctl, 0, 25, random.Random(7))
+    idx = ctl.index
+    queued = [d for d in ctl._fringe_order() if ctl.docs.status[d] != FLIGHT]
+    assert sum(idx.links[d] > 1 for d in queued) > 10  # several pages reached by more than one link
+    restored = make_controller("whittle", rng=random.Random(1), config=cfg)
+    restored.load_state(json.loads(json.dumps(ctl.state_dict())))
+    for doc in queued:
+        assert restored.index.links[doc] == idx.links[doc]
+        assert restored.index.key(doc) == idx.key(doc)
+    later = random.Random(8)
+    assert _linked_web_run(restored, 25, 40, random.Random(8)) == _linked_web_run(ctl, 25, 40, later)
+
+
+def test_a_corrupt_links_section_of_a_checkpoint_is_a_value_error() -> None:
+    """A ``links`` section that is not a list of [doc, best p, best a, sum p, sum a, n] is a ValueError (the
+    crawler's "cannot be resumed; move it aside"), never a half-restored fringe; a checkpoint without one
+    (written before session 16) restores each page's estimate as one link."""
+    ctl = make_controller("whittle", rng=random.Random(1), config=SHIPPED)
+    ctl.add_seeds(["http://h0.example.org/p0.html"])
+    _linked_web_run(ctl, 0, 10, random.Random(7))
+    state = json.loads(json.dumps(ctl.state_dict()))
+    assert state["links"]
+    for bad in ({"0": 1}, [[1, 0.1, 0.2]], [[1, "x", 0.2, 0.3, 0.4, 2.0]], [5]):
+        with pytest.raises(ValueError):
+            make_controller("whittle", rng=random.Random(1), config=SHIPPED).load_state(
+                {**state, "links": bad}
+            )
+    old = {k: v for k, v in state.items() if k != "links"}
+    before = make_controller("whittle", rng=random.Random(1), config=SHIPPED)
+    before.load_state(old)
+    queued = [d for d in ctl._fringe_order() if ctl.docs.status[d] != FLIGHT]
+    assert all(before.index.links[d] == 1.0 for d in queued)

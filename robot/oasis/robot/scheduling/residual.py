@@ -916,6 +916,9 @@ def _make_class() -> type:
             self._restore_fit: list[float] | None = None  # (a, wp, wa, next re-fit), during load_state only
             self._restore_published: dict[str, float] = {}  # c(x) as of the last re-fit, during load_state
             self._restore_sums: dict[str, tuple[float, float]] = {}  # leave-self-out sums, during load_state
+            self._restore_links: dict[
+                int, list[float]
+            ] = {}  # in-link evidence per queued page, during load_state
             self._restore_select: list[float] | None = None  # mask, the two calibrations: during load_state
             self._restore_duel: list[float] | None = None  # the duel's state, during load_state
             self._restore_link: list[float] | None = None  # in-link weight and exploration, during load_state
@@ -1068,6 +1071,12 @@ def _make_class() -> type:
             out["anchor"] = [
                 [doc, anchor[doc]] for doc, st in enumerate(status) if st in (FRINGE, FLIGHT) and anchor[doc]
             ]
+            if idx.links_kept:  # the in-link evidence of every queued page reached by more than one link
+                out["links"] = [
+                    [doc, idx.best_p[doc], idx.best_a[doc], idx.sum_p[doc], idx.sum_a[doc], idx.links[doc]]
+                    for doc, st in enumerate(status)
+                    if st in (FRINGE, FLIGHT) and idx.links[doc] > 1.0
+                ]
             return out
 
         def load_state(self, state: dict[str, Any]) -> None:
@@ -1082,6 +1091,10 @@ def _make_class() -> type:
             ):
                 raise ValueError("a checkpoint's published_sums must map directory rows to [sum, n]")
             self._restore_sums = {str(k): (float(v[0]), float(v[1])) for k, v in sums.items()}
+            links = state.get("links", [])
+            if not isinstance(links, list) or not all(isinstance(v, list) and len(v) == 6 for v in links):
+                raise ValueError("a checkpoint's links must list [doc, best p, best a, sum p, sum a, n]")
+            self._restore_links = {int(v[0]): [float(x) for x in v[1:]] for v in links}
             select = state.get("select")
             ok = isinstance(select, list) and len(select) == 7
             self._restore_select = [float(v) for v in select] if ok else None  # type: ignore[union-attr]
@@ -1095,7 +1108,7 @@ def _make_class() -> type:
                 super().load_state(state)
             finally:
                 self._restore_anchor, self._restore_fit, self._restore_published = {}, None, {}
-                self._restore_sums = {}
+                self._restore_sums, self._restore_links = {}, {}
                 self._restore_select = self._restore_duel = self._restore_link = None
 
         def _restore_fringe(self, doc: int, dstate: str | None) -> None:
@@ -1104,9 +1117,14 @@ def _make_class() -> type:
                 self.index.set_directory(doc, self.docs.urls[doc])
             self.index.base[doc] = self.docs.key[doc]
             self.index.anchor[doc] = self._restore_anchor.get(doc, 0.0)
-            if self.index.links_kept:  # the restored estimate counts as one link (the sums are not saved)
-                ar = self.index.anchor[doc]
-                self.index.first_link(doc, self.index.base[doc] - ar, ar)
+            if self.index.links_kept:  # its best link and link sums (a page reached once: its one link)
+                saved = self._restore_links.get(doc)
+                if saved is None:
+                    ar = self.index.anchor[doc]
+                    self.index.first_link(doc, self.index.base[doc] - ar, ar)
+                else:
+                    idx = self.index
+                    idx.best_p[doc], idx.best_a[doc], idx.sum_p[doc], idx.sum_a[doc], idx.links[doc] = saved
             self.fringe.push(doc)
             if self.index.shadowing and self.index.states[doc] != SEED_STATE:
                 self.index.shadow_push(doc)
