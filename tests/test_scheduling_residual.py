@@ -613,6 +613,9 @@ def test_link_order_tool_pairs_the_robot_and_greedy_anchor_on_each_order(
     saved = json.loads((tmp_path / "orders.json").read_text(encoding="utf-8"))
     assert [r["run"] for r in saved] == ["0"] and saved[0]["margins"] == pytest.approx(row["margins"][:2])
     assert (tmp_path / "orders.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "orders-size.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert row["pages"] == prepared.meta["reachable"] == saved[0]["pages"] > 100
+    assert f"  100 pages or more: 1 runs, mean {saved[0]['mean']:+.2f}%" in printed
     with pytest.raises(SystemExit):
         main(["orders", "--out", str(tmp_path), "--orders", "1", "--runs", "0"])
     with pytest.raises(ValueError, match="orders must be >= 2"):
@@ -1436,3 +1439,29 @@ def test_a_corrupt_links_section_of_a_checkpoint_is_a_value_error() -> None:
     before.load_state(old)
     queued = [d for d in ctl._fringe_order() if ctl.docs.status[d] != FLIGHT]
     assert all(before.index.links[d] == 1.0 for d in queued)
+
+
+def test_by_size_splits_the_paired_rows_at_the_web_size_by_hand() -> None:
+    """``by_size``: the rows of webs under the threshold, then the rest, each with its run count, the mean
+    of the paired margins and the verdict counts; a group without runs is left out."""
+    from oasis.replay.shipped import SMALL_WEB, by_size
+
+    def row(pages: int, mean: float, verdict: str) -> dict[str, Any]:
+        return {"pages": pages, "mean": mean, "verdict": verdict}
+
+    rows = [row(40, -2.0, "behind"), row(99, 1.0, "level"), row(100, 3.0, "ahead"), row(3000, 0.5, "ahead")]
+    small, large = by_size(rows)
+    assert small == {"label": "under 100 pages", "runs": 2, "mean": -0.5, "ahead": 0, "level": 1, "behind": 1}
+    assert large == {
+        "label": "100 pages or more",
+        "runs": 2,
+        "mean": 1.75,
+        "ahead": 2,
+        "level": 0,
+        "behind": 0,
+    }
+    assert SMALL_WEB == 100
+    (only,) = by_size(rows, threshold=30)
+    assert only["label"] == "30 pages or more" and only["runs"] == 4 and only["mean"] == 0.625
+    (tiny,) = by_size(rows[:1])
+    assert tiny["label"] == "under 100 pages" and tiny["behind"] == 1

@@ -368,8 +368,9 @@ def link_orders(
                 own = [float(x) for x in Experiment(p, run_cfg).run()["policies"]["whittle"]["P"]]
                 firsts[k].append(pct(own[0], ga))
                 later[k].append([pct(x, own[0]) for x in own[1:]])
+        pages = int(prepared.meta["reachable"])
         rows = [
-            {"corpus": corpus, "topic": topic, **_order_stats(m, lt, n)}
+            {"corpus": corpus, "topic": topic, "pages": pages, **_order_stats(m, lt, n)}
             for m, lt, (_c, n) in zip(firsts, later, robots, strict=True)
         ]
         row = rows[0]
@@ -415,6 +416,30 @@ def _order_stats(margins: list[float], later: list[list[float]], traversals: int
             dips_on=sum(min(o) < 0 for o in later),
         )
     return row
+
+
+# reachable pages: below it a first traversal is a few dozen fetches (docs/replay.md "Session 16")
+SMALL_WEB = 100
+
+
+def by_size(rows: Sequence[dict[str, Any]], threshold: int = SMALL_WEB) -> list[dict[str, Any]]:
+    """:func:`link_orders` rows split by the web's size (reachable pages below ``threshold``, then the
+    rest): per group its label, the runs, the mean over them of the paired first-traversal margin (%) and
+    how many are ahead, level and behind (empty groups are left out)."""
+    groups = (
+        (f"under {threshold} pages", [r for r in rows if r["pages"] < threshold]),
+        (f"{threshold} pages or more", [r for r in rows if r["pages"] >= threshold]),
+    )
+    return [
+        {
+            "label": label,
+            "runs": len(group),
+            "mean": statistics.fmean(r["mean"] for r in group),
+            **{v: sum(r["verdict"] == v for r in group) for v in ("ahead", "level", "behind")},
+        }
+        for label, group in groups
+        if group
+    ]
 
 
 def versus(rows: Sequence[dict[str, Any]], base: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -632,7 +657,7 @@ def _out_folder(parser: argparse.ArgumentParser, out: str) -> Path:
 
 
 def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: list[int]) -> int:
-    from oasis.replay.plots import plot_later_traversals, plot_link_orders
+    from oasis.replay.plots import plot_later_traversals, plot_link_orders, plot_margin_by_size
     from oasis.runtime.files import write_json_atomic
 
     def overrides(flag: str, text: str) -> ControllerConfig:
@@ -661,6 +686,7 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
             row["versus"] = diff
     write_json_atomic(folder / "orders.json", rows, indent=1)  # a kill mid-write keeps the previous file
     plot_link_orders(rows, folder / "orders.png")
+    plot_margin_by_size(rows, folder / "orders-size.png")
     later = args.traversals > 1
     head = f"run | as served % | mean over {args.orders} link orders % | SE | ahead on | verdict"
     if later:
@@ -685,7 +711,13 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     print(
         f"as served: ahead on {sum(r['as_served'] > 0 for r in rows)} of {len(rows)}; over link orders: "
         + _tally(rows, "verdict", ("ahead", "level", "behind"))
+        + f"; mean over runs {statistics.fmean(r['mean'] for r in rows):+.2f}%"
     )
+    for g in by_size(rows):
+        print(
+            f"  {g['label']}: {g['runs']} runs, mean {g['mean']:+.2f}%, ahead {g['ahead']}, level "
+            f"{g['level']}, behind {g['behind']}"
+        )
     if compared is not None:
         print(f"against --versus {args.versus}, first traversal, paired run by run over the same orders:")
         for r in rows:
