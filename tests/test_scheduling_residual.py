@@ -1429,7 +1429,8 @@ def test_a_corrupt_links_section_of_a_checkpoint_is_a_value_error() -> None:
     _linked_web_run(ctl, 0, 10, random.Random(7))
     state = json.loads(json.dumps(ctl.state_dict()))
     assert state["links"]
-    for bad in ({"0": 1}, [[1, 0.1, 0.2]], [[1, "x", 0.2, 0.3, 0.4, 2.0]], [5]):
+    nan, zero = [1, float("nan"), 0.2, 0.3, 0.4, 2.0], [1, 0.1, 0.2, 0.3, 0.4, 0.0]
+    for bad in ({"0": 1}, [[1, 0.1, 0.2]], [[1, "x", 0.2, 0.3, 0.4, 2.0]], [5], [nan], [zero]):
         with pytest.raises(ValueError):
             make_controller("whittle", rng=random.Random(1), config=SHIPPED).load_state(
                 {**state, "links": bad}

@@ -916,9 +916,7 @@ def _make_class() -> type:
             self._restore_fit: list[float] | None = None  # (a, wp, wa, next re-fit), during load_state only
             self._restore_published: dict[str, float] = {}  # c(x) as of the last re-fit, during load_state
             self._restore_sums: dict[str, tuple[float, float]] = {}  # leave-self-out sums, during load_state
-            self._restore_links: dict[
-                int, list[float]
-            ] = {}  # in-link evidence per queued page, during load_state
+            self._restore_links: dict[int, list[float]] = {}  # in-link sums per queued page, in load_state
             self._restore_select: list[float] | None = None  # mask, the two calibrations: during load_state
             self._restore_duel: list[float] | None = None  # the duel's state, during load_state
             self._restore_link: list[float] | None = None  # in-link weight and exploration, during load_state
@@ -1095,6 +1093,9 @@ def _make_class() -> type:
             if not isinstance(links, list) or not all(isinstance(v, list) and len(v) == 6 for v in links):
                 raise ValueError("a checkpoint's links must list [doc, best p, best a, sum p, sum a, n]")
             self._restore_links = {int(v[0]): [float(x) for x in v[1:]] for v in links}
+            # finite, and at least one link each (a page's mixed estimate divides by its link count)
+            if not all(math.isfinite(sum(v)) and v[4] >= 1.0 for v in self._restore_links.values()):
+                raise ValueError("a checkpoint's links must be finite, each page with one link or more")
             select = state.get("select")
             ok = isinstance(select, list) and len(select) == 7
             self._restore_select = [float(v) for v in select] if ok else None  # type: ignore[union-attr]
