@@ -18,6 +18,9 @@ from oasis.runtime.commands import Command, add_command_table
 _ENGINE = "oasis.bench.engine_index"
 
 BENCHMARKS: dict[str, Command] = {
+    "checkpoint": Command(
+        "oasis.bench.checkpoint", "controller checkpoint write / restore time vs parsing its JSON"
+    ),
     "cli-start": Command(
         "oasis.bench.cli_start", "oasis search/--help/up/down wall time vs python -c 'import grpc'"
     ),
