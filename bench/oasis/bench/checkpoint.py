@@ -6,8 +6,8 @@ A controller of each policy is fed a stream of fetches, each reporting ``--links
 ``size`` URLs on 7 hosts (so most queued pages are reached by several links, as on a real web), until about
 ``size`` pages are known; then ``state_dict`` + ``json.dumps`` (write), ``json.loads`` (the baseline) and
 ``load_state`` into a fresh controller (restore) are timed, and the restored controller's next decisions
-are checked against the original's. A restore quadratic in the frontier (session 16 found one: 165 s for
-75,000 queued pages) shows as a ratio that grows with the size."""
+are checked against the original's. A restore quadratic in the frontier (session 16 found one: 338 s for
+85,365 queued pages at ``--sizes 100000``, docs/speed.md) shows as a ratio that grows with the size."""
 
 from __future__ import annotations
 
