@@ -139,12 +139,17 @@ TRAINING = (
     ("debian:python-authlib-doc", "jose json web signature encryption key token"),
     ("debian:python-ezdxf-doc", "basic concepts layers linetypes coordinate systems units"),
     ("debian:python-ezdxf-doc", "addons drawing export importer geo interface"),
+    # session 17: holdout-13 was run once with session 11's robot (unchanged), paired over link orders
+    ("debian:python-quart-doc", "websockets server sent events streaming responses http2"),
+    ("debian:python-quart-doc", "background tasks startup shutdown event loop synchronous code"),
+    ("debian:python-gitlab-doc", "merge requests approvals pipelines jobs runners"),
+    ("debian:python-gitlab-doc", "users groups access tokens permissions keys"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-12 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51, 52-55,
-# 56-59, 60-63); holdout-13 is unseen
+# holdout-13 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51, 52-55,
+# 56-59, 60-63, 64-67); holdout-14 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-5": TRAINING[32:36],
     "holdout-6": TRAINING[36:40],
@@ -154,13 +159,14 @@ SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-10": TRAINING[52:56],
     "holdout-11": TRAINING[56:60],
     "holdout-12": TRAINING[60:64],
-    # session 16, fixed after holdout-12's single run and before any design work (docs/replay.md "Session
-    # 16"); topics from each table of contents only
-    "holdout-13": (
-        ("debian:python-quart-doc", "websockets server sent events streaming responses http2"),
-        ("debian:python-quart-doc", "background tasks startup shutdown event loop synchronous code"),
-        ("debian:python-gitlab-doc", "merge requests approvals pipelines jobs runners"),
-        ("debian:python-gitlab-doc", "users groups access tokens permissions keys"),
+    "holdout-13": TRAINING[64:68],
+    # session 17, fixed after holdout-13's single run and before any design work (docs/replay.md "Session
+    # 17"): one large web and one mid-sized; topics from each table of contents only
+    "holdout-14": (
+        ("debian:python-sklearn-doc", "cross validation tuning hyper parameters metrics scoring"),
+        ("debian:python-sklearn-doc", "clustering gaussian mixture manifold learning outlier detection"),
+        ("debian:python-sympy-doc", "solve equations assumptions symbolic fuzzy booleans custom functions"),
+        ("debian:python-sympy-doc", "matrices number theory logic code generation"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

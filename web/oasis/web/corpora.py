@@ -19,7 +19,8 @@
   and ``python-ipython-doc``; holdout-10 (session 13): ``python-djangorestframework-doc`` (at
   /usr/share/doc/python3-djangorestframework/html) and ``python-h5py-doc``; holdout-11 (session 14):
   ``python-aiohttp-doc`` and ``python-tables-doc`` (PyTables); holdout-12 (session 15): ``python-authlib-doc``
-  and ``python-ezdxf-doc``; holdout-13 (session 16): ``python-quart-doc`` and ``python-gitlab-doc``.
+  and ``python-ezdxf-doc``; holdout-13 (session 16): ``python-quart-doc`` and ``python-gitlab-doc``;
+  holdout-14 (session 17): ``python-sklearn-doc`` and ``python-sympy-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -288,6 +289,22 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-gitlab-doc",
             root=DOC_ROOT / "python-gitlab-doc" / "html",
             base_url="http://python-gitlab.docs.local/",
+            experiment=True,
+        ),
+        # holdout-14 (session 17), fixed after holdout-13's single run, before any design work: one large web
+        # (scikit-learn, 947 reachable pages) and one mid-sized (SymPy, 276): docs/replay.md
+        DebianCorpus(
+            name="python-sklearn-doc",
+            package="python-sklearn-doc",
+            root=DOC_ROOT / "python-sklearn-doc" / "html",
+            base_url="http://scikit-learn.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-sympy-doc",
+            package="python-sympy-doc",
+            root=DOC_ROOT / "python-sympy-doc" / "html",
+            base_url="http://sympy.docs.local/",
             experiment=True,
         ),
     )
