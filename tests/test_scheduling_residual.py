@@ -51,6 +51,7 @@ EMPTY = replace(SHIPPED, start="empty")
 PLAIN = replace(
     EMPTY,
     dir_weight=0.0,
+    dir_min=0.0,
     fit_prior=0.0,
     carry_state=None,
     select_tau=None,
@@ -213,6 +214,38 @@ def test_hand_worked_directory_term() -> None:
     assert ctl.index.fit == Calibration(0.0, 1.0, 1.0)  # calibrate off: greedy-anchor's estimate stays
     assert ctl.index_of("http://w/a/b") == pytest.approx((1 - SHIPPED.gamma) * 0.3)
     assert ctl.next_batch(2, 2.0) == ["http://w/e/f", "http://w/a/b"]
+
+
+@pytest.mark.parametrize("dir_min", [0.0, 1.0, 2.0])
+def test_the_directory_term_waits_for_dir_min_fetches(dir_min: float) -> None:
+    """The case above with ``dir_min``: d(a/) = -.3 enters the keys at a re-fit only once the directory rows
+    hold ``dir_min`` fetches in all. After c's fetch they hold 1: with dir_min 0 or 1 b is keyed .3 at the
+    re-fit and f goes first; with dir_min 2 nothing is published and b (.6) keeps its place. After b's fetch
+    (relevance .5: rows hold 2) the next re-fit publishes d(a/) for every dir_min of the three."""
+    cfg = replace(PLAIN, shrink=1.0, dir_weight=1.0, dir_shrink=1.0, calibrate=False, dir_min=dir_min)
+    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
+    ctl.add_seeds(["http://w/s"])
+    ctl.next_batch(1, 0.0)
+    links = [Discovered("http://w/a/b", "", 0.1), Discovered("http://w/a/c", "", 0.3)]
+    ctl.report(FetchOutcome("http://w/s", "new", 0.5, [*links, Discovered("http://w/e/f", "", 0.25)]), 0.0)
+    assert ctl.next_batch(1, 1.0) == ["http://w/a/c"]
+    ctl.report(FetchOutcome("http://w/a/c", "new", 0.2, []), 1.0)
+    ctl.index.refit()
+    ctl.fringe.rebuild()
+    waits = dir_min > 1.0
+    assert ctl.index.published == ({} if waits else {DIR_ROW + "http://w/a/": pytest.approx(-0.3)})
+    assert ctl.index_of("http://w/a/b") == pytest.approx((1 - SHIPPED.gamma) * (0.6 if waits else 0.3))
+    assert ctl.next_batch(1, 2.0) == ["http://w/a/b" if waits else "http://w/e/f"]
+    if waits:  # b's fetch: residual .5 - .6 = -.1; a/ holds 2 fetches, mean -.35, d(a/) = -.7 / 3
+        ctl.report(FetchOutcome("http://w/a/b", "new", 0.5, []), 2.0)
+        ctl.index.refit()
+        assert ctl.index.published == {DIR_ROW + "http://w/a/": pytest.approx(-0.7 / 3)}
+
+
+def test_dir_min_must_be_a_count() -> None:
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="dir_min"):
+            replace(SHIPPED, dir_min=bad)
 
 
 def test_prequential_choice_by_hand() -> None:
