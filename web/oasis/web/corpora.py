@@ -20,7 +20,8 @@
   /usr/share/doc/python3-djangorestframework/html) and ``python-h5py-doc``; holdout-11 (session 14):
   ``python-aiohttp-doc`` and ``python-tables-doc`` (PyTables); holdout-12 (session 15): ``python-authlib-doc``
   and ``python-ezdxf-doc``; holdout-13 (session 16): ``python-quart-doc`` and ``python-gitlab-doc``;
-  holdout-14 (session 17): ``python-sklearn-doc`` and ``python-sympy-doc``.
+  holdout-14 (session 17): ``python-sklearn-doc`` and ``python-sympy-doc``; holdout-15 (session 17):
+  ``python-astropy-doc`` and ``python-skimage-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -305,6 +306,22 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-sympy-doc",
             root=DOC_ROOT / "python-sympy-doc" / "html",
             base_url="http://sympy.docs.local/",
+            experiment=True,
+        ),
+        # holdout-15 (session 17), fixed after holdout-14's single run, before any design work: one large web
+        # (astropy, 1,544 reachable pages) and one mid-sized (scikit-image, 173): docs/replay.md
+        DebianCorpus(
+            name="python-astropy-doc",
+            package="python-astropy-doc",
+            root=DOC_ROOT / "python-astropy-doc" / "html",
+            base_url="http://astropy.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-skimage-doc",
+            package="python-skimage-doc",
+            root=DOC_ROOT / "python-skimage-doc" / "html",
+            base_url="http://scikit-image.docs.local/",
             experiment=True,
         ),
     )
