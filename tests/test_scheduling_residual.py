@@ -191,14 +191,9 @@ def test_hand_worked_crawl_keys_and_eq9_index() -> None:
     assert ctl.next_batch(2, 3.0) == ["http://w/b", "http://w/d"]
 
 
-def test_hand_worked_directory_term() -> None:
-    """The directory term, by hand (greedy-anchor's estimate: calibrate off; shrink 1, dir_weight 1,
-    dir_shrink 1): seed s (relevance .5) links to a/b (anchor .1), a/c (anchor .3) and e/f (anchor .25); c
-    goes first (b_c = .8) and is fetched with relevance .2. Its state (shared by f: parent bin 1, anchor bin
-    1, depth 1) learns c(x) = (.2 - .8) / (1 + 1) = -.3 at once: f is keyed .75 - .3 = .45, b still .6.
-    Directory a/ learns the residual .2 - .8 - 0 = -.6, d(a/) = -.6 / (1 + 1) = -.3, which enters the keys at
-    the next re-fit: then b is .6 - .3 = .3 and f goes first."""
-    cfg = replace(PLAIN, shrink=1.0, dir_weight=1.0, dir_shrink=1.0, calibrate=False)
+def _directory_case(cfg: Any) -> Any:
+    """The directory case's controller after its first two fetches: seed s (relevance .5) links to a/b
+    (anchor .1), a/c (anchor .3) and e/f (anchor .25); c goes first and is fetched with relevance .2."""
     ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
     ctl.add_seeds(["http://w/s"])
     assert ctl.next_batch(1, 0.0) == ["http://w/s"]
@@ -206,6 +201,17 @@ def test_hand_worked_directory_term() -> None:
     ctl.report(FetchOutcome("http://w/s", "new", 0.5, [*links, Discovered("http://w/e/f", "", 0.25)]), 0.0)
     assert ctl.next_batch(1, 1.0) == ["http://w/a/c"]
     ctl.report(FetchOutcome("http://w/a/c", "new", 0.2, []), 1.0)
+    return ctl
+
+
+def test_hand_worked_directory_term() -> None:
+    """The directory term, by hand (greedy-anchor's estimate: calibrate off; shrink 1, dir_weight 1,
+    dir_shrink 1): seed s (relevance .5) links to a/b (anchor .1), a/c (anchor .3) and e/f (anchor .25); c
+    goes first (b_c = .8) and is fetched with relevance .2. Its state (shared by f: parent bin 1, anchor bin
+    1, depth 1) learns c(x) = (.2 - .8) / (1 + 1) = -.3 at once: f is keyed .75 - .3 = .45, b still .6.
+    Directory a/ learns the residual .2 - .8 - 0 = -.6, d(a/) = -.6 / (1 + 1) = -.3, which enters the keys at
+    the next re-fit: then b is .6 - .3 = .3 and f goes first."""
+    ctl = _directory_case(replace(PLAIN, shrink=1.0, dir_weight=1.0, dir_shrink=1.0, calibrate=False))
     assert ctl.q.rows()[DIR_ROW + "http://w/a/"] == pytest.approx((-0.6, 0.0, 1.0))
     assert ctl.index_of("http://w/a/b") == pytest.approx((1 - SHIPPED.gamma) * 0.6)
     assert ctl.index_of("http://w/e/f") == pytest.approx((1 - SHIPPED.gamma) * 0.45)
@@ -223,13 +229,7 @@ def test_the_directory_term_waits_for_dir_min_fetches(dir_min: float) -> None:
     re-fit and f goes first; with dir_min 2 nothing is published and b (.6) keeps its place. After b's fetch
     (relevance .5: rows hold 2) the next re-fit publishes d(a/) for every dir_min of the three."""
     cfg = replace(PLAIN, shrink=1.0, dir_weight=1.0, dir_shrink=1.0, calibrate=False, dir_min=dir_min)
-    ctl = make_controller("whittle", rng=random.Random(0), config=cfg)
-    ctl.add_seeds(["http://w/s"])
-    ctl.next_batch(1, 0.0)
-    links = [Discovered("http://w/a/b", "", 0.1), Discovered("http://w/a/c", "", 0.3)]
-    ctl.report(FetchOutcome("http://w/s", "new", 0.5, [*links, Discovered("http://w/e/f", "", 0.25)]), 0.0)
-    assert ctl.next_batch(1, 1.0) == ["http://w/a/c"]
-    ctl.report(FetchOutcome("http://w/a/c", "new", 0.2, []), 1.0)
+    ctl = _directory_case(cfg)
     ctl.index.refit()
     ctl.fringe.rebuild()
     waits = dir_min > 1.0
