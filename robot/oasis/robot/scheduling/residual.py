@@ -339,19 +339,19 @@ class ResidualIndex:
         if self.select or self.duel:
             self.fit = self.fit_two if self.mask & TILT else self.fit_common
         self.published = {}
-        if self.dirs and self.mask & DIR and self.dir_fetches(rows) >= cfg.dir_min:
-            # every directory's d(D) as of this re-fit (without a row: 0)
+        if not (self.dirs and self.mask & DIR):
+            return
+        dir_rows = {name: row for name, row in rows.items() if name.startswith(DIR_ROW)}
+        if self.dir_fetches(dir_rows) >= cfg.dir_min:  # every directory's d(D) as of this re-fit (no row: 0)
             d = self.dir_correction
-            self.published = {name: on_grid(d(name)) for name in rows if name.startswith(DIR_ROW)}
+            self.published = {name: on_grid(d(name)) for name in dir_rows}
             if self.self_out:
-                self.published_sums = {
-                    name: (row[0] * row[2], row[2]) for name, row in rows.items() if name.startswith(DIR_ROW)
-                }
+                self.published_sums = {name: (row[0] * row[2], row[2]) for name, row in dir_rows.items()}
 
     @staticmethod
-    def dir_fetches(rows: dict[str, tuple[float, float, float]]) -> float:
-        """The fetches this web's directory rows hold in all (every traversal of it so far)."""
-        return math.fsum(row[2] for name, row in rows.items() if name.startswith(DIR_ROW))
+    def dir_fetches(dir_rows: dict[str, tuple[float, float, float]]) -> float:
+        """The fetches a web's directory rows hold in all (every traversal of it so far)."""
+        return math.fsum(row[2] for row in dir_rows.values())
 
     def losses(self) -> tuple[dict[int, float], float]:
         """The candidates' summed squared prequential errors on this web (mask -> loss; DIR masks only with
