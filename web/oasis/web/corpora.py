@@ -21,7 +21,8 @@
   ``python-aiohttp-doc`` and ``python-tables-doc`` (PyTables); holdout-12 (session 15): ``python-authlib-doc``
   and ``python-ezdxf-doc``; holdout-13 (session 16): ``python-quart-doc`` and ``python-gitlab-doc``;
   holdout-14 (session 17): ``python-sklearn-doc`` and ``python-sympy-doc``; holdout-15 (session 17):
-  ``python-astropy-doc`` and ``python-skimage-doc``.
+  ``python-astropy-doc`` and ``python-skimage-doc``; holdout-16 (session 18): ``python-ase-doc`` and
+  ``python-nibabel-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -322,6 +323,22 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-skimage-doc",
             root=DOC_ROOT / "python-skimage-doc" / "html",
             base_url="http://scikit-image.docs.local/",
+            experiment=True,
+        ),
+        # holdout-16 (session 18), fixed after holdout-15's single run, before any design work: one mid-sized
+        # web (ASE, 368 reachable pages) and one small (NiBabel, 127): docs/replay.md
+        DebianCorpus(
+            name="python-ase-doc",
+            package="python-ase-doc",
+            root=DOC_ROOT / "python-ase-doc" / "html",
+            base_url="http://ase.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-nibabel-doc",
+            package="python-nibabel-doc",
+            root=DOC_ROOT / "python-nibabel-doc" / "html",
+            base_url="http://nibabel.docs.local/",
             experiment=True,
         ),
     )
