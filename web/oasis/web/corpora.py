@@ -22,7 +22,7 @@
   and ``python-ezdxf-doc``; holdout-13 (session 16): ``python-quart-doc`` and ``python-gitlab-doc``;
   holdout-14 (session 17): ``python-sklearn-doc`` and ``python-sympy-doc``; holdout-15 (session 17):
   ``python-astropy-doc`` and ``python-skimage-doc``; holdout-16 (session 18): ``python-ase-doc`` and
-  ``python-nibabel-doc``.
+  ``python-nibabel-doc``; holdout-17 (session 19): ``python-statsmodels-doc`` and ``python-mdtraj-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -339,6 +339,22 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-nibabel-doc",
             root=DOC_ROOT / "python-nibabel-doc" / "html",
             base_url="http://nibabel.docs.local/",
+            experiment=True,
+        ),
+        # holdout-17 (session 19), fixed after holdout-16's single run, before any design work: one large web
+        # (statsmodels, 6,242 reachable pages) and one small (MDTraj, 125): docs/replay.md
+        DebianCorpus(
+            name="python-statsmodels-doc",
+            package="python-statsmodels-doc",
+            root=DOC_ROOT / "python-statsmodels-doc" / "html",
+            base_url="http://statsmodels.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-mdtraj-doc",
+            package="python-mdtraj-doc",
+            root=DOC_ROOT / "python-mdtraj-doc" / "html",
+            base_url="http://mdtraj.docs.local/",
             experiment=True,
         ),
     )
