@@ -138,8 +138,9 @@ class LinkWeight:
     current weight's (a relative margin: the training choice, ``link_mean``, holds unless the web's own
     fetches say otherwise), and then holds for the rest of the crawl: one decision, made early, when most of
     a traversal's P is still to be earned (the later samples are the pages the crawl left for last, not a
-    sample of the web; a weight re-chosen on them moved back and forth on the training runs). Pages are
-    sampled where the index would not go too: ``explore_every``."""
+    sample of the web; a weight re-chosen on them moved back and forth on the training runs). With
+    ``explore_every`` pages are sampled where the index would not go too (off as shipped since session 19:
+    the samples are then the index's own fetches)."""
 
     def __init__(self, config: Any) -> None:
         self.margin = float(config.link_learn)
