@@ -22,7 +22,8 @@
   and ``python-ezdxf-doc``; holdout-13 (session 16): ``python-quart-doc`` and ``python-gitlab-doc``;
   holdout-14 (session 17): ``python-sklearn-doc`` and ``python-sympy-doc``; holdout-15 (session 17):
   ``python-astropy-doc`` and ``python-skimage-doc``; holdout-16 (session 18): ``python-ase-doc`` and
-  ``python-nibabel-doc``; holdout-17 (session 19): ``python-statsmodels-doc`` and ``python-mdtraj-doc``.
+  ``python-nibabel-doc``; holdout-17 (session 19): ``python-statsmodels-doc`` and ``python-mdtraj-doc``;
+  holdout-18 (session 19): ``python-mdanalysis-doc`` and ``python-whoosh-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -355,6 +356,22 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             package="python-mdtraj-doc",
             root=DOC_ROOT / "python-mdtraj-doc" / "html",
             base_url="http://mdtraj.docs.local/",
+            experiment=True,
+        ),
+        # holdout-18 (session 19), fixed after holdout-17's single run, before any further design work: one
+        # mid-sized web (MDAnalysis, 307 reachable pages) and one small (Whoosh, 61): docs/replay.md
+        DebianCorpus(
+            name="python-mdanalysis-doc",
+            package="python-mdanalysis-doc",
+            root=DOC_ROOT / "python-mdanalysis-doc" / "html",
+            base_url="http://mdanalysis.docs.local/",
+            experiment=True,
+        ),
+        DebianCorpus(
+            name="python-whoosh-doc",
+            package="python-whoosh-doc",
+            root=DOC_ROOT / "python-whoosh-doc" / "html",
+            base_url="http://whoosh.docs.local/",
             experiment=True,
         ),
     )
