@@ -36,6 +36,7 @@ from oasis.robot.scheduling.residual import (
     FIT,
     PREQ,
     SEED_STATE,
+    WEB_ROWS,
     cap_visits,
     shipped_table,
     start_table,
@@ -570,6 +571,7 @@ def test_training_split_tool_measures_against_greedy_anchor(tmp_path: Path) -> N
     assert main(["train", "--out", str(out), "--traversals", "1", "--runs", "0"]) == 0
     rows = QTable.load(out).rows()
     assert rows[FIT[0]][0] > 1000 and any(k.startswith("g:") for k in rows)
+    assert not any(k.startswith(WEB_ROWS) for k in rows)  # directories and the like: the web's own
 
 
 def test_tie_noise_tool_measures_the_shipped_robot_against_shuffled_ties(tmp_path: Path) -> None:
