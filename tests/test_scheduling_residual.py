@@ -741,14 +741,18 @@ def test_versus_compares_two_robots_run_by_run_by_hand(
     with pytest.raises(ValueError, match="same runs and orders"):
         versus(mine, [row("a", [0.0, 0.0]), *theirs[1:]])
     # the CLI: the robot as shipped against greedy-anchor's own order (a residual robot that neither learns
-    # nor mixes the mean: 0% on every order), so each difference is the shipped robot's margin itself
+    # nor mixes the mean: 0% on every order), so each difference is the shipped robot's margin itself; over
+    # two traversals each robot's later traversal is its own (the non-learning one's equals its first)
     plain = '{"start": "empty", "learn": false, "link_mean": 0.0}'
     argv = ["orders", "--out", str(tmp_path), "--orders", "2", "--runs", "0", "--versus", plain]
-    assert main(argv) == 0
+    assert main([*argv, "--traversals", "2"]) == 0
     (saved,) = json.loads((tmp_path / "orders.json").read_text(encoding="utf-8"))
-    (alone,) = link_orders([TRAINING[0]], orders=2)
+    (alone,) = link_orders([TRAINING[0]], orders=2, traversals=2)
     assert saved["versus"]["mean"] == pytest.approx(alone["mean"])
-    assert "difference over runs: mean" in capsys.readouterr().out
+    assert saved["last_mean"] == pytest.approx(alone["last_mean"]) and alone["last_mean"] != 0.0
+    assert saved["versus"]["later"]["last_mean"] == 0.0 and saved["versus"]["later"]["last_verdict"] == "flat"
+    printed = capsys.readouterr().out
+    assert "difference over runs: mean" in printed and "the --versus robot's traversal 2" in printed
     assert "others" not in saved  # the second robot's rows are compared, not saved
     with pytest.raises(SystemExit):
         main(["orders", "--out", str(tmp_path), "--runs", "0", "--versus", "[1"])

@@ -40,7 +40,9 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         of each order, and its traversal N is paired with its own first on the same order (improves or
         falls by 2 standard errors, else flat; the best and worst later traversal): orders-later.png too.
         With --versus JSON a second robot runs on the same orders and the first robot's margins are
-        compared with its run by run (:func:`versus`: better or worse by 2 standard errors, else level)
+        compared with its run by run (:func:`versus`: better or worse by 2 standard errors, else level);
+        with --traversals N too, the second robot learns over N traversals as well, and its own traversal N
+        vs its first is reported beside the first robot's (``versus.later`` in orders.json)
 """
 
 from __future__ import annotations
@@ -705,19 +707,23 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     folder = _out_folder(parser, args.out)
     named = SPLITS[args.split] if args.split else tuple(TRAINING[i] for i in runs)
     labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
-    extra = [] if other is None else [(other, 1)]  # the other robot: the same runs and orders, compared
+    later = args.traversals > 1
+    # the other robot: the same runs, orders and traversals, compared
+    extra = [] if other is None else [(other, args.traversals)]
     rows = link_orders(named, args.orders, config, args.traversals, others=extra)
     for label, row in zip(labels, rows, strict=True):
         row["run"] = label
     compared = None
     if other is not None:  # run by run
-        compared = versus(rows, [row.pop("others")[0] for row in rows])
-        for row, diff in zip(rows, compared["runs"], strict=True):
+        theirs = [row.pop("others")[0] for row in rows]
+        compared = versus(rows, theirs)
+        for row, diff, their in zip(rows, compared["runs"], theirs, strict=True):
             row["versus"] = diff
+            if later:  # the other robot's traversal N vs its own first, as the first robot's
+                diff["later"] = {k: their[k] for k in ("last_mean", "last_se", "last_verdict", "worst_mean")}
     write_json_atomic(folder / "orders.json", rows, indent=1)  # a kill mid-write keeps the previous file
     plot_link_orders(rows, folder / "orders.png")
     plot_margin_by_size(rows, folder / "orders-size.png")
-    later = args.traversals > 1
     head = f"run | as served % | mean over {args.orders} link orders % | SE | ahead on | verdict"
     if later:
         n = args.traversals
@@ -759,6 +765,13 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
             f"difference over runs: mean {compared['mean']:+.2f} (SE {compared['se']:.2f}); better on "
             f"{compared['better']}, worse on {compared['worse']} of {len(rows)} (by 2 standard errors)"
         )
+        if later:
+            theirs_later = [r["versus"]["later"] for r in rows]
+            print(
+                f"the --versus robot's traversal {args.traversals} vs its own first, over link orders: "
+                + _tally(theirs_later, "last_verdict", ("improves", "flat", "falls"))
+                + f"; mean {statistics.fmean(t['last_mean'] for t in theirs_later):+.2f}%"
+            )
     if later:
         print(
             f"traversal {args.traversals} vs the robot's own first, over link orders: "
