@@ -64,6 +64,18 @@ class DebianCorpus:
         return (self.root / self.seed).is_file()
 
 
+def _experiment(package: str, host: str) -> DebianCorpus:
+    """An experiment corpus laid out as most Debian documentation packages are: the package's own name, its
+    Sphinx tree at /usr/share/doc/PACKAGE/html, served at http://HOST.docs.local/."""
+    return DebianCorpus(
+        name=package,
+        package=package,
+        root=DOC_ROOT / package / "html",
+        base_url=f"http://{host}.docs.local/",
+        experiment=True,
+    )
+
+
 DEBIAN_CORPORA: dict[str, DebianCorpus] = {
     c.name: c
     for c in (
@@ -86,101 +98,23 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             root=DOC_ROOT / "python-django-doc" / "html",
             base_url="http://django.docs.local/",
         ),
-        DebianCorpus(
-            name="python-sqlalchemy-doc",
-            package="python-sqlalchemy-doc",
-            root=DOC_ROOT / "python-sqlalchemy-doc" / "html",
-            base_url="http://sqlalchemy.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-celery-doc",
-            package="python-celery-doc",
-            root=DOC_ROOT / "python-celery-doc" / "html",
-            base_url="http://celery.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-pytest-doc",
-            package="python-pytest-doc",
-            root=DOC_ROOT / "python-pytest-doc" / "html",
-            base_url="http://pytest.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-distributed-doc",
-            package="python-distributed-doc",
-            root=DOC_ROOT / "python-distributed-doc" / "html",
-            base_url="http://distributed.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-scrapy-doc",
-            package="python-scrapy-doc",
-            root=DOC_ROOT / "python-scrapy-doc" / "html",
-            base_url="http://scrapy.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-tornado-doc",
-            package="python-tornado-doc",
-            root=DOC_ROOT / "python-tornado-doc" / "html",
-            base_url="http://tornado.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-sqlalchemy-doc", "sqlalchemy"),
+        _experiment("python-celery-doc", "celery"),
+        _experiment("python-pytest-doc", "pytest"),
+        _experiment("python-distributed-doc", "distributed"),
+        _experiment("python-scrapy-doc", "scrapy"),
+        _experiment("python-tornado-doc", "tornado"),
         # holdout-3 (session 7), fixed before any evaluation run: docs/replay.md "Session 7"
-        DebianCorpus(
-            name="python-kombu-doc",
-            package="python-kombu-doc",
-            root=DOC_ROOT / "python-kombu-doc" / "html",
-            base_url="http://kombu.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-pymongo-doc",
-            package="python-pymongo-doc",
-            root=DOC_ROOT / "python-pymongo-doc" / "html",
-            base_url="http://pymongo.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-kombu-doc", "kombu"),
+        _experiment("python-pymongo-doc", "pymongo"),
         # holdout-4 (session 8), fixed before any evaluation run: docs/replay.md "Session 8"
-        DebianCorpus(
-            name="python-gevent-doc",
-            package="python-gevent-doc",
-            root=DOC_ROOT / "python-gevent-doc" / "html",
-            base_url="http://gevent.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-cherrypy3-doc",
-            package="python-cherrypy3-doc",
-            root=DOC_ROOT / "python-cherrypy3-doc" / "html",
-            base_url="http://cherrypy.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-gevent-doc", "gevent"),
+        _experiment("python-cherrypy3-doc", "cherrypy"),
         # holdout-5 (session 9), fixed before any evaluation run: docs/replay.md "Session 9"
-        DebianCorpus(
-            name="python-pil-doc",
-            package="python-pil-doc",
-            root=DOC_ROOT / "python-pil-doc" / "html",
-            base_url="http://pillow.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="sphinx-doc",
-            package="sphinx-doc",
-            root=DOC_ROOT / "sphinx-doc" / "html",
-            base_url="http://sphinx.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-pil-doc", "pillow"),
+        _experiment("sphinx-doc", "sphinx"),
         # holdout-6 (session 10), fixed before any evaluation run: docs/replay.md "Session 10"
-        DebianCorpus(
-            name="python-dask-doc",
-            package="python-dask-doc",
-            root=DOC_ROOT / "python-dask-doc" / "html",
-            base_url="http://dask.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-dask-doc", "dask"),
         DebianCorpus(
             name="python-fonttools-doc",
             package="python-fonttools-doc",
@@ -189,29 +123,11 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             experiment=True,
         ),
         # holdout-7 (session 10), fixed before any design work of session 10: docs/replay.md "Session 10"
-        DebianCorpus(
-            name="python-pygame-doc",
-            package="python-pygame-doc",
-            root=DOC_ROOT / "python-pygame-doc" / "html",
-            base_url="http://pygame.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-flask-doc",
-            package="python-flask-doc",
-            root=DOC_ROOT / "python-flask-doc" / "html",
-            base_url="http://flask.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-pygame-doc", "pygame"),
+        _experiment("python-flask-doc", "flask"),
         # holdout-8 (session 11), fixed before any design work of session 11 that could ship: docs/replay.md
         # "Session 11"
-        DebianCorpus(
-            name="python-cryptography-doc",
-            package="python-cryptography-doc",
-            root=DOC_ROOT / "python-cryptography-doc" / "html",
-            base_url="http://cryptography.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-cryptography-doc", "cryptography"),
         DebianCorpus(
             name="python-lxml-doc",
             package="python-lxml-doc",
@@ -220,20 +136,8 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             experiment=True,
         ),
         # holdout-9 (session 11), fixed after holdout-8's single run, for the next robot: docs/replay.md
-        DebianCorpus(
-            name="python-werkzeug-doc",
-            package="python-werkzeug-doc",
-            root=DOC_ROOT / "python-werkzeug-doc" / "html",
-            base_url="http://werkzeug.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-ipython-doc",
-            package="python-ipython-doc",
-            root=DOC_ROOT / "python-ipython-doc" / "html",
-            base_url="http://ipython.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-werkzeug-doc", "werkzeug"),
+        _experiment("python-ipython-doc", "ipython"),
         # holdout-10 (session 13), fixed after holdout-9's single run, before any design work: docs/replay.md
         DebianCorpus(
             name="python-djangorestframework-doc",
@@ -242,138 +146,36 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             base_url="http://drf.docs.local/",
             experiment=True,
         ),
-        DebianCorpus(
-            name="python-h5py-doc",
-            package="python-h5py-doc",
-            root=DOC_ROOT / "python-h5py-doc" / "html",
-            base_url="http://h5py.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-h5py-doc", "h5py"),
         # holdout-11 (session 14), fixed after holdout-10's single run, before any design work: docs/replay.md
-        DebianCorpus(
-            name="python-aiohttp-doc",
-            package="python-aiohttp-doc",
-            root=DOC_ROOT / "python-aiohttp-doc" / "html",
-            base_url="http://aiohttp.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-tables-doc",
-            package="python-tables-doc",
-            root=DOC_ROOT / "python-tables-doc" / "html",
-            base_url="http://pytables.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-aiohttp-doc", "aiohttp"),
+        _experiment("python-tables-doc", "pytables"),
         # holdout-12 (session 15), fixed after holdout-11's single run, before any design work: docs/replay.md
-        DebianCorpus(
-            name="python-authlib-doc",
-            package="python-authlib-doc",
-            root=DOC_ROOT / "python-authlib-doc" / "html",
-            base_url="http://authlib.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-ezdxf-doc",
-            package="python-ezdxf-doc",
-            root=DOC_ROOT / "python-ezdxf-doc" / "html",
-            base_url="http://ezdxf.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-authlib-doc", "authlib"),
+        _experiment("python-ezdxf-doc", "ezdxf"),
         # holdout-13 (session 16), fixed after holdout-12's single run, before any design work: docs/replay.md
-        DebianCorpus(
-            name="python-quart-doc",
-            package="python-quart-doc",
-            root=DOC_ROOT / "python-quart-doc" / "html",
-            base_url="http://quart.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-gitlab-doc",
-            package="python-gitlab-doc",
-            root=DOC_ROOT / "python-gitlab-doc" / "html",
-            base_url="http://python-gitlab.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-quart-doc", "quart"),
+        _experiment("python-gitlab-doc", "python-gitlab"),
         # holdout-14 (session 17), fixed after holdout-13's single run, before any design work: one large web
         # (scikit-learn, 947 reachable pages) and one mid-sized (SymPy, 276): docs/replay.md
-        DebianCorpus(
-            name="python-sklearn-doc",
-            package="python-sklearn-doc",
-            root=DOC_ROOT / "python-sklearn-doc" / "html",
-            base_url="http://scikit-learn.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-sympy-doc",
-            package="python-sympy-doc",
-            root=DOC_ROOT / "python-sympy-doc" / "html",
-            base_url="http://sympy.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-sklearn-doc", "scikit-learn"),
+        _experiment("python-sympy-doc", "sympy"),
         # holdout-15 (session 17), fixed after holdout-14's single run, before any design work: one large web
         # (astropy, 1,544 reachable pages) and one mid-sized (scikit-image, 173): docs/replay.md
-        DebianCorpus(
-            name="python-astropy-doc",
-            package="python-astropy-doc",
-            root=DOC_ROOT / "python-astropy-doc" / "html",
-            base_url="http://astropy.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-skimage-doc",
-            package="python-skimage-doc",
-            root=DOC_ROOT / "python-skimage-doc" / "html",
-            base_url="http://scikit-image.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-astropy-doc", "astropy"),
+        _experiment("python-skimage-doc", "scikit-image"),
         # holdout-16 (session 18), fixed after holdout-15's single run, before any design work: one mid-sized
         # web (ASE, 368 reachable pages) and one small (NiBabel, 127): docs/replay.md
-        DebianCorpus(
-            name="python-ase-doc",
-            package="python-ase-doc",
-            root=DOC_ROOT / "python-ase-doc" / "html",
-            base_url="http://ase.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-nibabel-doc",
-            package="python-nibabel-doc",
-            root=DOC_ROOT / "python-nibabel-doc" / "html",
-            base_url="http://nibabel.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-ase-doc", "ase"),
+        _experiment("python-nibabel-doc", "nibabel"),
         # holdout-17 (session 19), fixed after holdout-16's single run, before any design work: one large web
         # (statsmodels, 6,242 reachable pages) and one small (MDTraj, 125): docs/replay.md
-        DebianCorpus(
-            name="python-statsmodels-doc",
-            package="python-statsmodels-doc",
-            root=DOC_ROOT / "python-statsmodels-doc" / "html",
-            base_url="http://statsmodels.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-mdtraj-doc",
-            package="python-mdtraj-doc",
-            root=DOC_ROOT / "python-mdtraj-doc" / "html",
-            base_url="http://mdtraj.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-statsmodels-doc", "statsmodels"),
+        _experiment("python-mdtraj-doc", "mdtraj"),
         # holdout-18 (session 19), fixed after holdout-17's single run, before any further design work: one
         # mid-sized web (MDAnalysis, 307 reachable pages) and one small (Whoosh, 61): docs/replay.md
-        DebianCorpus(
-            name="python-mdanalysis-doc",
-            package="python-mdanalysis-doc",
-            root=DOC_ROOT / "python-mdanalysis-doc" / "html",
-            base_url="http://mdanalysis.docs.local/",
-            experiment=True,
-        ),
-        DebianCorpus(
-            name="python-whoosh-doc",
-            package="python-whoosh-doc",
-            root=DOC_ROOT / "python-whoosh-doc" / "html",
-            base_url="http://whoosh.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-mdanalysis-doc", "mdanalysis"),
+        _experiment("python-whoosh-doc", "whoosh"),
     )
 }
 ALL = "all"
