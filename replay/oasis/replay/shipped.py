@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-18 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-19 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -166,12 +166,17 @@ TRAINING = (
     ("debian:python-statsmodels-doc", "generalized linear models estimating equations mixed effects"),
     ("debian:python-mdtraj-doc", "hydrogen bonding secondary structure bond angles dihedrals"),
     ("debian:python-mdtraj-doc", "trajectory loading functions format specific hdf5"),
+    # session 20: holdout-18 was run once with session 19's robot (unchanged), paired over link orders
+    ("debian:python-mdanalysis-doc", "distances contacts hydrogen bonding dimensionality reduction"),
+    ("debian:python-mdanalysis-doc", "coordinates modules trajectory formats topology readers"),
+    ("debian:python-whoosh-doc", "parsing user queries default query language"),
+    ("debian:python-whoosh-doc", "analyzers stemming variations accent folding"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-17 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51, 52-55,
-# 56-59, 60-63, 64-67, 68-71, 72-75, 76-79, 80-83); holdout-18 is unseen
+# holdout-18 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51, 52-55,
+# 56-59, 60-63, 64-67, 68-71, 72-75, 76-79, 80-83, 84-87); holdout-19 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-5": TRAINING[32:36],
     "holdout-6": TRAINING[36:40],
@@ -186,13 +191,14 @@ SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-15": TRAINING[72:76],
     "holdout-16": TRAINING[76:80],
     "holdout-17": TRAINING[80:84],
-    # session 19, fixed after holdout-17's single run and before any further design work (docs/replay.md
-    # "Session 19"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-18": (
-        ("debian:python-mdanalysis-doc", "distances contacts hydrogen bonding dimensionality reduction"),
-        ("debian:python-mdanalysis-doc", "coordinates modules trajectory formats topology readers"),
-        ("debian:python-whoosh-doc", "parsing user queries default query language"),
-        ("debian:python-whoosh-doc", "analyzers stemming variations accent folding"),
+    "holdout-18": TRAINING[84:88],
+    # session 20, fixed after holdout-18's single run and before any further design work (docs/replay.md
+    # "Session 20"): one mid-sized web and one smaller; topics from each table of contents only
+    "holdout-19": (
+        ("debian:python-pydicom-doc", "pixel data encoding compressing image processing"),
+        ("debian:python-pydicom-doc", "dataset basics read access modify write element value types"),
+        ("debian:python-rdflib-doc", "querying with sparql plugin query results"),
+        ("debian:python-rdflib-doc", "loading saving rdf plugin parsers serializers persistence"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

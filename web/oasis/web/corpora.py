@@ -23,7 +23,8 @@
   holdout-14 (session 17): ``python-sklearn-doc`` and ``python-sympy-doc``; holdout-15 (session 17):
   ``python-astropy-doc`` and ``python-skimage-doc``; holdout-16 (session 18): ``python-ase-doc`` and
   ``python-nibabel-doc``; holdout-17 (session 19): ``python-statsmodels-doc`` and ``python-mdtraj-doc``;
-  holdout-18 (session 19): ``python-mdanalysis-doc`` and ``python-whoosh-doc``.
+  holdout-18 (session 19): ``python-mdanalysis-doc`` and ``python-whoosh-doc``; holdout-19 (session 20):
+  ``python-pydicom-doc`` and ``python-rdflib-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -176,6 +177,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (MDAnalysis, 307 reachable pages) and one small (Whoosh, 61): docs/replay.md
         _experiment("python-mdanalysis-doc", "mdanalysis"),
         _experiment("python-whoosh-doc", "whoosh"),
+        # holdout-19 (session 20), fixed after holdout-18's single run, before any further design work: one
+        # mid-sized web (pydicom, 481 reachable pages) and one smaller (RDFLib, 141): docs/replay.md
+        _experiment("python-pydicom-doc", "pydicom"),
+        _experiment("python-rdflib-doc", "rdflib"),
     )
 }
 ALL = "all"
