@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-19 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-20 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -171,12 +171,17 @@ TRAINING = (
     ("debian:python-mdanalysis-doc", "coordinates modules trajectory formats topology readers"),
     ("debian:python-whoosh-doc", "parsing user queries default query language"),
     ("debian:python-whoosh-doc", "analyzers stemming variations accent folding"),
+    # session 20: holdout-19 was run once with session 19's robot (unchanged), paired over link orders
+    ("debian:python-pydicom-doc", "pixel data encoding compressing image processing"),
+    ("debian:python-pydicom-doc", "dataset basics read access modify write element value types"),
+    ("debian:python-rdflib-doc", "querying with sparql plugin query results"),
+    ("debian:python-rdflib-doc", "loading saving rdf plugin parsers serializers persistence"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-18 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51, 52-55,
-# 56-59, 60-63, 64-67, 68-71, 72-75, 76-79, 80-83, 84-87); holdout-19 is unseen
+# holdout-19 have been run once and are seen (TRAINING runs 32-35, 36-39, 40-43, 44-47, 48-51, 52-55,
+# 56-59, 60-63, 64-67, 68-71, 72-75, 76-79, 80-83, 84-87, 88-91); holdout-20 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-5": TRAINING[32:36],
     "holdout-6": TRAINING[36:40],
@@ -192,13 +197,14 @@ SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
     "holdout-16": TRAINING[76:80],
     "holdout-17": TRAINING[80:84],
     "holdout-18": TRAINING[84:88],
-    # session 20, fixed after holdout-18's single run and before any further design work (docs/replay.md
+    "holdout-19": TRAINING[88:92],
+    # session 20, fixed after holdout-19's single run and before any further design work (docs/replay.md
     # "Session 20"): one mid-sized web and one smaller; topics from each table of contents only
-    "holdout-19": (
-        ("debian:python-pydicom-doc", "pixel data encoding compressing image processing"),
-        ("debian:python-pydicom-doc", "dataset basics read access modify write element value types"),
-        ("debian:python-rdflib-doc", "querying with sparql plugin query results"),
-        ("debian:python-rdflib-doc", "loading saving rdf plugin parsers serializers persistence"),
+    "holdout-20": (
+        ("debian:python-pymatgen-doc", "structures and molecules reading writing structures"),
+        ("debian:python-pymatgen-doc", "phase diagram reaction energies entries basic analysis"),
+        ("debian:python-asdf-doc", "schema validation anatomy of a schema testing validation"),
+        ("debian:python-asdf-doc", "array data extensions converters serialize a new type"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

@@ -24,7 +24,8 @@
   ``python-astropy-doc`` and ``python-skimage-doc``; holdout-16 (session 18): ``python-ase-doc`` and
   ``python-nibabel-doc``; holdout-17 (session 19): ``python-statsmodels-doc`` and ``python-mdtraj-doc``;
   holdout-18 (session 19): ``python-mdanalysis-doc`` and ``python-whoosh-doc``; holdout-19 (session 20):
-  ``python-pydicom-doc`` and ``python-rdflib-doc``.
+  ``python-pydicom-doc`` and ``python-rdflib-doc``; holdout-20 (session 20): ``python-pymatgen-doc`` and
+  ``python-asdf-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -181,6 +182,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (pydicom, 481 reachable pages) and one smaller (RDFLib, 141): docs/replay.md
         _experiment("python-pydicom-doc", "pydicom"),
         _experiment("python-rdflib-doc", "rdflib"),
+        # holdout-20 (session 20), fixed after holdout-19's single run, before any further design work: one
+        # mid-sized web (pymatgen) and one smaller (ASDF): docs/replay.md
+        _experiment("python-pymatgen-doc", "pymatgen"),
+        _experiment("python-asdf-doc", "asdf"),
     )
 }
 ALL = "all"
