@@ -25,7 +25,8 @@
   ``python-nibabel-doc``; holdout-17 (session 19): ``python-statsmodels-doc`` and ``python-mdtraj-doc``;
   holdout-18 (session 19): ``python-mdanalysis-doc`` and ``python-whoosh-doc``; holdout-19 (session 20):
   ``python-pydicom-doc`` and ``python-rdflib-doc``; holdout-20 (session 20): ``python-pymatgen-doc`` and
-  ``python-asdf-doc``.
+  ``python-asdf-doc``; holdout-21 (session 21): ``python-skbio-doc`` (scikit-bio) and
+  ``python-pyqtgraph-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -186,6 +187,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (pymatgen) and one smaller (ASDF): docs/replay.md
         _experiment("python-pymatgen-doc", "pymatgen"),
         _experiment("python-asdf-doc", "asdf"),
+        # holdout-21 (session 21), fixed after holdout-20's single run, before any further design work: one
+        # mid-sized web (scikit-bio) and one smaller (pyqtgraph): docs/replay.md
+        _experiment("python-skbio-doc", "skbio"),
+        _experiment("python-pyqtgraph-doc", "pyqtgraph"),
     )
 }
 ALL = "all"
