@@ -594,6 +594,68 @@ def test_tie_noise_tool_measures_the_shipped_robot_against_shuffled_ties(tmp_pat
         main(["noise", "--out", str(tmp_path), "--shuffles", "1", "--runs", "0"])
 
 
+def test_inlink_summary_by_hand() -> None:
+    """``inlink_summary``: the correlations, sign counts, the robot over the mean and the corpora whose
+    topics disagree on the in-link mean, on four hand-made runs; tied ranks share their mean rank."""
+    from oasis.replay.shipped import _ranks, inlink_summary
+
+    assert _ranks([3.0, 1.0, 3.0, 2.0]) == [2.5, 0.0, 2.5, 1.0]
+
+    def run(corpus: str, ga: float, mean: float, robot: float) -> dict[str, object]:
+        return {
+            "corpus": corpus,
+            "greedy_anchor": ga,
+            "greedy_anchor_mean": mean,
+            "robot_P": robot,
+            "mean": 100.0 * (mean / ga - 1.0),
+            "robot": 100.0 * (robot / ga - 1.0),
+        }
+
+    rows = [
+        run("a", 100.0, 110.0, 110.0),  # mean +10%, robot +10% (= the mean)
+        run("a", 100.0, 95.0, 96.0),  # mean -5%, robot -4% (1.05% over the mean)
+        run("b", 100.0, 100.02, 101.0),  # mean +0.02%: neither helps nor hurts (level 0.05%)
+        run("b", 200.0, 190.0, 201.0),  # mean -5%, robot +0.5%: the one sign that differs
+    ]
+    s = inlink_summary(rows)
+    mean, robot = [10.0, -5.0, 0.02, -5.0], [10.0, -4.0, 1.0, 0.5]
+    mx, my = sum(mean) / 4, sum(robot) / 4
+    sxy = sum((a - mx) * (b - my) for a, b in zip(mean, robot, strict=True))
+    sxx, syy = sum((a - mx) ** 2 for a in mean), sum((b - my) ** 2 for b in robot)
+    assert s["pearson"] == pytest.approx(sxy / (sxx * syy) ** 0.5)
+    # ranks: mean [3, 0.5, 2, 0.5], robot [3, 0, 2, 1] -> Pearson of the ranks
+    assert s["spearman"] == pytest.approx(0.9486832980505138)
+    assert s["same_sign"] == 3 and s["robot_ahead"] == 3 and s["mean_ahead"] == 2
+    assert (s["mean_helps"], s["mean_hurts"]) == (1, 2)
+    ahead = (s["robot_ahead_where_mean_helps"], s["robot_ahead_where_mean_is_level"])
+    assert ahead == (1, 1) and s["robot_ahead_where_mean_hurts"] == 1  # run 4 only (run 2: -4%)
+    over = [0.0, 100.0 * (96.0 / 95.0 - 1.0), 100.0 * (101.0 / 100.02 - 1.0), 100.0 * (201.0 / 190.0 - 1.0)]
+    assert s["robot_over_mean_mean"] == pytest.approx(sum(over) / 4)
+    assert s["robot_over_mean_median"] == pytest.approx((over[1] + over[2]) / 2)
+    assert s["robot_within_half_percent_of_mean"] == 1
+    assert s["corpora"] == 2 and s["corpora_with_both"] == ["a"]  # b's +0.02% is level, not "helps"
+    assert inlink_summary([])["pearson"] is None
+
+
+def test_inlink_tool_measures_the_robot_against_the_in_link_mean(tmp_path: Path) -> None:
+    """``python -m oasis.replay.shipped inlink``: per run the robot's and greedy-anchor-mean's margins are
+    the ones ``compare`` (the robot from the shipped table) and ``baseline_ps`` measure; the JSON (rows and
+    summary) and the PNG are written."""
+    from oasis.replay.shipped import TRAINING, _prepare, baseline_ps, compare, inlink_evidence, main, pct
+
+    (row,) = inlink_evidence([TRAINING[0]])
+    table = shipped_table(SHIPPED.carry, SHIPPED.carry_state)
+    (cmp,) = compare([replace(SHIPPED, start="empty")], 1, table, [0])
+    assert row["robot"] == pytest.approx(cmp["t1_vs_greedy_anchor"][0], abs=1e-9)
+    ps = baseline_ps(_prepare(*TRAINING[0]), ("greedy-anchor", "greedy-anchor-mean"))
+    assert row["mean"] == pytest.approx(pct(ps["greedy-anchor-mean"], ps["greedy-anchor"]), abs=1e-9)
+    assert main(["inlink", "--out", str(tmp_path), "--runs", "0"]) == 0
+    saved = json.loads((tmp_path / "inlink.json").read_text(encoding="utf-8"))
+    assert [r["run"] for r in saved["runs"]] == [0] and saved["runs"][0]["mean"] == pytest.approx(row["mean"])
+    assert saved["summary"]["runs"] == 1 and saved["summary"]["pearson"] is None  # one point: no correlation
+    assert (tmp_path / "inlink.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_a_link_order_is_the_same_web_with_each_pages_links_permuted() -> None:
     """``Replay.with_link_order``: order 0 is the web as served; another order has every page's links (with
     their anchors) as a permutation of the served ones, the same pages, relevance and seeds, the same order
@@ -784,6 +846,8 @@ def test_link_orders_runs_more_robots_on_one_preparation_as_their_own_calls() ->
         (["compare", "--runs", "0,x"], "--runs must be comma-separated"),  # not a number
         (["train", "--out", "OUT/q.json", "--runs", "999"], "--runs must be in 0.."),
         (["noise", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),  # under a regular file
+        (["inlink", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
+        (["inlink", "--out", "OUT", "--runs", "0,99"], "--runs must be in 0.."),
         (["orders", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
         (["orders", "--out", "OUT", "--runs", "0,99"], "--runs must be in 0.."),
         (["evaluate", "--split", "holdout-6", "--out", "FILE/sub"], "cannot create --out"),

@@ -30,6 +30,11 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         and spread of --shuffles runs) against greedy-anchor's first traversal: how much of a run's P the
         order among pages the evidence cannot tell apart decides (:func:`tie_noise`); a table, noise.json
         and noise.png in DIR
+    python -m oasis.replay.shipped inlink --out DIR [--runs ...]
+        per run, the first traversal of greedy-anchor, greedy-anchor-mean (the in-link mean, no learning) and
+        the robot as shipped: the robot's margin over greedy-anchor against the in-link mean's, their
+        correlation, and the corpora whose topics disagree on whether the mean helps (:func:`inlink_evidence`:
+        what decides the first-traversal target); a table, inlink.json and inlink.png in DIR
     python -m oasis.replay.shipped orders --out DIR [--orders 10] [--runs ...] [--split holdout-N]
         [--config JSON] [--traversals N] [--versus JSON]
         per run, the robot as shipped (or with --config's overrides) against greedy-anchor, first traversal,
@@ -353,6 +358,100 @@ def tie_noise(runs: list[int], shuffles: int = 20) -> list[dict[str, Any]]:
         out.append(row)
         logger.info("%d %s %r: robot %+.2f%%, shuffled ties sd %.2f%%", i, corpus, topic, robot, sd)
     return out
+
+
+def _ranks(values: Sequence[float]) -> list[float]:
+    """Ranks from 0, tied values sharing their mean rank (for a rank correlation)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in order[i : j + 1]:
+            ranks[k] = (i + j) / 2.0
+        i = j + 1
+    return ranks
+
+
+def _pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Pearson's correlation; None with fewer than two points or a constant side."""
+    if len(x) < 2:
+        return None
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
+    sxx, syy = sum((a - mx) ** 2 for a in x), sum((b - my) ** 2 for b in y)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
+
+
+# a margin within this of 0 (%) counts as neither helping nor hurting in :func:`inlink_summary`
+INLINK_LEVEL = 0.05
+
+
+def inlink_evidence(runs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Per (corpus, topic), the first traversal's raw P of greedy-anchor, greedy-anchor-mean (the robot's
+    in-link mean at the shipped weight, no learning) and the robot as shipped (``whittle``), and both
+    margins over greedy-anchor (%): ``mean`` (what the in-link mean alone does) and ``robot``."""
+    policies = ("greedy-anchor", "greedy-anchor-mean", "whittle")
+    cfg = ExperimentConfig(policies=policies, traversals=1)
+    out: list[dict[str, Any]] = []
+    for corpus, topic in runs:
+        prepared = _prepare(corpus, topic)
+        pol = Experiment(prepared, cfg).run()["policies"]
+        ga, mean, robot = (float(pol[name]["P"][0]) for name in policies)
+        out.append(
+            {
+                "corpus": corpus,
+                "topic": topic,
+                "pages": int(prepared.meta["reachable"]),
+                "greedy_anchor": ga,
+                "greedy_anchor_mean": mean,
+                "robot_P": robot,
+                "mean": pct(mean, ga),
+                "robot": pct(robot, ga),
+            }
+        )
+        logger.info(
+            "%s %r: in-link mean %+.2f%%, robot %+.2f%%", corpus, topic, out[-1]["mean"], out[-1]["robot"]
+        )
+    return out
+
+
+def inlink_summary(rows: Sequence[dict[str, Any]], level: float = INLINK_LEVEL) -> dict[str, Any]:
+    """What :func:`inlink_evidence`'s rows say: the correlation of the robot's margin with the in-link
+    mean's (Pearson and on ranks), the runs where both have the same sign, the robot's margin over the mean's
+    (P over P, %: median, mean, within 0.5%), the runs each is ahead of greedy-anchor on (the robot's split by
+    whether the mean helps, is level or hurts there), and the corpora with one topic where the mean helps
+    (margin > ``level``) and one where it hurts (< -``level``)."""
+    mean = [float(r["mean"]) for r in rows]
+    robot = [float(r["robot"]) for r in rows]
+    over = [pct(r["robot_P"], r["greedy_anchor_mean"]) for r in rows]
+    by_corpus: dict[str, list[float]] = {}
+    for r, m in zip(rows, mean, strict=True):
+        by_corpus.setdefault(r["corpus"], []).append(m)
+    split = sorted(c for c, ms in by_corpus.items() if max(ms) > level and min(ms) < -level)
+    return {
+        "runs": len(rows),
+        "pearson": _pearson(mean, robot),
+        "spearman": _pearson(_ranks(mean), _ranks(robot)),
+        "same_sign": sum((m > 0) == (r > 0) for m, r in zip(mean, robot, strict=True)),
+        "robot_over_mean_median": statistics.median(over) if over else None,
+        "robot_over_mean_mean": statistics.fmean(over) if over else None,
+        "robot_within_half_percent_of_mean": sum(abs(x) <= 0.5 for x in over),
+        "robot_ahead": sum(r > 0 for r in robot),
+        "mean_ahead": sum(m > 0 for m in mean),
+        "mean_helps": sum(m > level for m in mean),
+        "mean_hurts": sum(m < -level for m in mean),
+        # the robot ahead of greedy-anchor on the runs where the mean helps, is level, hurts
+        "robot_ahead_where_mean_helps": sum(r > 0 for m, r in zip(mean, robot, strict=True) if m > level),
+        "robot_ahead_where_mean_is_level": sum(
+            r > 0 for m, r in zip(mean, robot, strict=True) if -level <= m <= level
+        ),
+        "robot_ahead_where_mean_hurts": sum(r > 0 for m, r in zip(mean, robot, strict=True) if m < -level),
+        "corpora": len(by_corpus),
+        "corpora_with_both": split,
+    }
 
 
 def _paired(values: list[float]) -> tuple[float, float, float]:
@@ -813,6 +912,9 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("--out", required=True, help="folder for noise.json and noise.png")
     n.add_argument("--shuffles", type=int, default=20)
     n.add_argument("--runs", default=",".join(str(i) for i in range(len(TRAINING))))
+    i = sub.add_parser("inlink")
+    i.add_argument("--out", required=True, help="folder for inlink.json and inlink.png")
+    i.add_argument("--runs", default=",".join(str(k) for k in range(len(TRAINING))))
     o = sub.add_parser("orders")
     o.add_argument("--out", required=True, help="folder for orders.json and orders.png")
     o.add_argument("--orders", type=int, default=10)
@@ -866,6 +968,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "orders":
         return _orders(parser, args, runs)
+    if args.command == "inlink":
+        return _inlink(parser, args, runs)
     if args.command == "noise":
         if args.shuffles < 2:
             parser.error("--shuffles must be >= 2 (a spread needs two draws)")
@@ -924,6 +1028,55 @@ def main(argv: list[str] | None = None) -> int:
             " ".join(str(c) for c in ceiling["config"]),
             flush=True,
         )
+    return 0
+
+
+def _inlink(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: list[int]) -> int:
+    from oasis.replay.plots import plot_inlink
+    from oasis.runtime.files import write_json_atomic
+
+    folder = _out_folder(parser, args.out)
+    rows = [
+        {"run": k, **row} for k, row in zip(runs, inlink_evidence([TRAINING[k] for k in runs]), strict=True)
+    ]
+    summary = inlink_summary(rows)
+    write_json_atomic(folder / "inlink.json", {"summary": summary, "runs": rows}, indent=1)
+    plot_inlink(rows, folder / "inlink.png")
+    print(
+        "run | greedy-anchor-mean vs greedy-anchor % | robot vs greedy-anchor % "
+        "| robot vs greedy-anchor-mean %"
+    )
+    for r in rows:
+        over = pct(r["robot_P"], r["greedy_anchor_mean"])
+        print(f"{r['run']} {r['corpus']} {r['topic']!r} | {r['mean']:+.2f} | {r['robot']:+.2f} | {over:+.2f}")
+
+    def corr(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    n = summary["runs"]
+    print(
+        f"correlation of the robot's margin with the in-link mean's: {corr(summary['pearson'])} "
+        f"(ranks {corr(summary['spearman'])}); the same sign on {summary['same_sign']} of {n}"
+    )
+    if n:
+        print(
+            f"robot vs greedy-anchor-mean: median {summary['robot_over_mean_median']:+.2f}%, mean "
+            f"{summary['robot_over_mean_mean']:+.2f}%, within 0.5% on "
+            f"{summary['robot_within_half_percent_of_mean']} of {n}; ahead of greedy-anchor: "
+            f"the robot {summary['robot_ahead']}, greedy-anchor-mean {summary['mean_ahead']} of {n}"
+        )
+    both = summary["corpora_with_both"]
+    level = n - summary["mean_helps"] - summary["mean_hurts"]
+    print(
+        f"the in-link mean helps on {summary['mean_helps']}, is level on {level}, hurts on "
+        f"{summary['mean_hurts']} of {n} (beyond {INLINK_LEVEL}%); the robot is ahead of greedy-anchor on "
+        f"{summary['robot_ahead_where_mean_helps']}, {summary['robot_ahead_where_mean_is_level']} and "
+        f"{summary['robot_ahead_where_mean_hurts']} of them"
+    )
+    print(
+        f"corpora with a topic where the mean helps and one where it hurts: {len(both)} of "
+        f"{summary['corpora']}" + (f" ({', '.join(both)})" if both else "")
+    )
     return 0
 
 
