@@ -144,6 +144,18 @@ def _per_run_axes(rows: list[dict[str, Any]]) -> tuple[Any, Any, list[int]]:
     return fig, ax, list(range(n))[::-1]
 
 
+def _save(fig: Any, ax: Any, xlabel: str, ylabel: str | None, title: str, path: Path) -> None:
+    """The axis labels and the title (small: these titles say a lot), then the figure written to ``path``."""
+    ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    logger.info("wrote %s", path)
+
+
 def _save_per_run(
     fig: Any, ax: Any, ys: list[int], rows: list[dict[str, Any]], xlabel: str, title: str, path: Path
 ) -> None:
@@ -152,12 +164,7 @@ def _save_per_run(
     ax.set_yticks(ys)
     ax.set_yticklabels([_run_label(r) for r in rows], fontsize=7)
     ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    logger.info("wrote %s", path)
+    _save(fig, ax, xlabel, None, title, path)
 
 
 def plot_tie_noise(rows: list[dict[str, Any]], path: Path) -> None:
@@ -191,17 +198,12 @@ def plot_inlink(rows: list[dict[str, Any]], path: Path) -> None:
     ax.axvline(0.0, color="black", lw=0.8)
     ax.set_xscale("symlog", linthresh=1.0)
     ax.set_yscale("symlog", linthresh=1.0)
-    ax.set_xlabel("the in-link mean, no learning (greedy-anchor-mean) vs greedy-anchor (%)")
-    ax.set_ylabel("the robot as shipped vs greedy-anchor (%)")
-    ax.set_title(
+    title = (
         f"first traversal, raw P, {len(rows)} runs: the robot (blue ahead of greedy-anchor, red not)\n"
-        "against the in-link mean alone (dashed: the robot = the mean)",
-        fontsize=8,
+        "against the in-link mean alone (dashed: the robot = the mean)"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    logger.info("wrote %s", path)
+    xlabel = "the in-link mean, no learning (greedy-anchor-mean) vs greedy-anchor (%)"
+    _save(fig, ax, xlabel, "the robot as shipped vs greedy-anchor (%)", title, path)
 
 
 def _plot_paired(
@@ -247,17 +249,12 @@ def plot_margin_by_size(rows: list[dict[str, Any]], path: Path) -> None:
     ax.axhline(0.0, color="black", lw=0.8)
     ax.set_xscale("log")
     ax.set_yscale("symlog", linthresh=1.0)
-    ax.set_xlabel("reachable pages of the web (log)")
-    ax.set_ylabel("first traversal's raw P vs greedy-anchor's (%)")
-    ax.set_title(
+    title = (
         "the robot vs greedy-anchor, paired over random link orders, by web size:\n"
-        "mean +- 2 SE (blue ahead, red behind, grey level within 2 SE)",
-        fontsize=8,
+        "mean +- 2 SE (blue ahead, red behind, grey level within 2 SE)"
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    logger.info("wrote %s", path)
+    ylabel = "first traversal's raw P vs greedy-anchor's (%)"
+    _save(fig, ax, "reachable pages of the web (log)", ylabel, title, path)
 
 
 def plot_later_traversals(rows: list[dict[str, Any]], path: Path) -> None:
