@@ -841,15 +841,15 @@ def test_link_orders_runs_more_robots_on_one_preparation_as_their_own_calls() ->
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["noise", "--out", "OUT", "--runs", "0,99"], "--runs must be in 0.."),  # no such training run
+        (["noise", "--out", "OUT", "--runs", "0,9999"], "--runs must be in 0.."),  # no such training run
         (["noise", "--out", "OUT", "--runs", "-1"], "--runs must be in 0.."),
         (["compare", "--runs", "0,x"], "--runs must be comma-separated"),  # not a number
         (["train", "--out", "OUT/q.json", "--runs", "999"], "--runs must be in 0.."),
         (["noise", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),  # under a regular file
         (["inlink", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
-        (["inlink", "--out", "OUT", "--runs", "0,99"], "--runs must be in 0.."),
+        (["inlink", "--out", "OUT", "--runs", "0,9999"], "--runs must be in 0.."),
         (["orders", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
-        (["orders", "--out", "OUT", "--runs", "0,99"], "--runs must be in 0.."),
+        (["orders", "--out", "OUT", "--runs", "0,9999"], "--runs must be in 0.."),
         (["evaluate", "--split", "holdout-6", "--out", "FILE/sub"], "cannot create --out"),
         (
             ["evaluate", "--split", "holdout-6", "--out", "OUT", "--traversals", "1"],

@@ -26,7 +26,8 @@
   holdout-18 (session 19): ``python-mdanalysis-doc`` and ``python-whoosh-doc``; holdout-19 (session 20):
   ``python-pydicom-doc`` and ``python-rdflib-doc``; holdout-20 (session 20): ``python-pymatgen-doc`` and
   ``python-asdf-doc``; holdout-21 (session 21): ``python-skbio-doc`` (scikit-bio) and
-  ``python-pyqtgraph-doc``.
+  ``python-pyqtgraph-doc``; holdout-22 (session 21): ``python-openstacksdk-doc`` and ``python-cogent-doc``
+  (cogent3).
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -191,6 +192,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (scikit-bio) and one smaller (pyqtgraph): docs/replay.md
         _experiment("python-skbio-doc", "skbio"),
         _experiment("python-pyqtgraph-doc", "pyqtgraph"),
+        # holdout-22 (session 21), fixed after holdout-21's single run, before any further design work: one
+        # mid-sized web (openstacksdk) and one smaller (cogent3): docs/replay.md
+        _experiment("python-openstacksdk-doc", "openstacksdk"),
+        _experiment("python-cogent-doc", "cogent"),
     )
 }
 ALL = "all"
