@@ -637,11 +637,23 @@ def test_inlink_summary_by_hand() -> None:
     assert inlink_summary([])["pearson"] is None
 
 
-def test_inlink_tool_measures_the_robot_against_the_in_link_mean(tmp_path: Path) -> None:
+def test_inlink_tool_measures_the_robot_against_the_in_link_mean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``python -m oasis.replay.shipped inlink``: per run the robot's and greedy-anchor-mean's margins are
     the ones ``compare`` (the robot from the shipped table) and ``baseline_ps`` measure; the JSON (rows and
-    summary) and the PNG are written."""
-    from oasis.replay.shipped import TRAINING, _prepare, baseline_ps, compare, inlink_evidence, main, pct
+    summary) and the PNG are written; ``--split`` names the runs of a split (a stand-in split here: the
+    evaluation splits' corpora are not installed by the test command)."""
+    from oasis.replay.shipped import (
+        SPLITS,
+        TRAINING,
+        _prepare,
+        baseline_ps,
+        compare,
+        inlink_evidence,
+        main,
+        pct,
+    )
 
     (row,) = inlink_evidence([TRAINING[0]])
     table = shipped_table(SHIPPED.carry, SHIPPED.carry_state)
@@ -651,9 +663,15 @@ def test_inlink_tool_measures_the_robot_against_the_in_link_mean(tmp_path: Path)
     assert row["mean"] == pytest.approx(pct(ps["greedy-anchor-mean"], ps["greedy-anchor"]), abs=1e-9)
     assert main(["inlink", "--out", str(tmp_path), "--runs", "0"]) == 0
     saved = json.loads((tmp_path / "inlink.json").read_text(encoding="utf-8"))
-    assert [r["run"] for r in saved["runs"]] == [0] and saved["runs"][0]["mean"] == pytest.approx(row["mean"])
+    assert [r["run"] for r in saved["runs"]] == ["0"] and saved["runs"][0]["mean"] == pytest.approx(
+        row["mean"]
+    )
     assert saved["summary"]["runs"] == 1 and saved["summary"]["pearson"] is None  # one point: no correlation
     assert (tmp_path / "inlink.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    monkeypatch.setitem(SPLITS, "holdout-test", (TRAINING[0],))
+    assert main(["inlink", "--out", str(tmp_path / "split"), "--split", "holdout-test"]) == 0
+    (split_row,) = json.loads((tmp_path / "split" / "inlink.json").read_text(encoding="utf-8"))["runs"]
+    assert split_row["run"] == "holdout-test/0" and split_row["robot"] == pytest.approx(row["robot"])
 
 
 def test_a_link_order_is_the_same_web_with_each_pages_links_permuted() -> None:
@@ -848,6 +866,7 @@ def test_link_orders_runs_more_robots_on_one_preparation_as_their_own_calls() ->
         (["noise", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),  # under a regular file
         (["inlink", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
         (["inlink", "--out", "OUT", "--runs", "0,9999"], "--runs must be in 0.."),
+        (["inlink", "--out", "OUT", "--split", "holdout-999"], "invalid choice"),
         (["orders", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
         (["orders", "--out", "OUT", "--runs", "0,9999"], "--runs must be in 0.."),
         (["evaluate", "--split", "holdout-6", "--out", "FILE/sub"], "cannot create --out"),

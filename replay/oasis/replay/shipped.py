@@ -30,7 +30,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         and spread of --shuffles runs) against greedy-anchor's first traversal: how much of a run's P the
         order among pages the evidence cannot tell apart decides (:func:`tie_noise`); a table, noise.json
         and noise.png in DIR
-    python -m oasis.replay.shipped inlink --out DIR [--runs ...]
+    python -m oasis.replay.shipped inlink --out DIR [--runs ...] [--split holdout-N]
         per run, the first traversal of greedy-anchor, greedy-anchor-mean (the in-link mean, no learning) and
         the robot as shipped: the robot's margin over greedy-anchor against the in-link mean's, their
         correlation, and the corpora whose topics disagree on whether the mean helps (:func:`inlink_evidence`:
@@ -921,6 +921,7 @@ def main(argv: list[str] | None = None) -> int:
     il = sub.add_parser("inlink")
     il.add_argument("--out", required=True, help="folder for inlink.json and inlink.png")
     il.add_argument("--runs", default=",".join(str(k) for k in range(len(TRAINING))))
+    il.add_argument("--split", choices=sorted(SPLITS), default=None, help="a named split instead of --runs")
     o = sub.add_parser("orders")
     o.add_argument("--out", required=True, help="folder for orders.json and orders.png")
     o.add_argument("--orders", type=int, default=10)
@@ -1042,9 +1043,9 @@ def _inlink(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     from oasis.runtime.files import write_json_atomic
 
     folder = _out_folder(parser, args.out)
-    rows = [
-        {"run": k, **row} for k, row in zip(runs, inlink_evidence([TRAINING[k] for k in runs]), strict=True)
-    ]
+    named = SPLITS[args.split] if args.split else tuple(TRAINING[k] for k in runs)
+    labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(k) for k in runs]
+    rows = [{"run": label, **row} for label, row in zip(labels, inlink_evidence(named), strict=True)]
     summary = inlink_summary(rows)
     write_json_atomic(folder / "inlink.json", {"summary": summary, "runs": rows}, indent=1)
     plot_inlink(rows, folder / "inlink.png")
