@@ -609,6 +609,7 @@ def test_inlink_summary_by_hand() -> None:
             "robot_P": robot,
             "mean": 100.0 * (mean / ga - 1.0),
             "robot": 100.0 * (robot / ga - 1.0),
+            "robot_over_mean": 100.0 * (robot / mean - 1.0),
         }
 
     rows = [
@@ -661,6 +662,7 @@ def test_inlink_tool_measures_the_robot_against_the_in_link_mean(
     assert row["robot"] == pytest.approx(cmp["t1_vs_greedy_anchor"][0], abs=1e-9)
     ps = baseline_ps(_prepare(*TRAINING[0]), ("greedy-anchor", "greedy-anchor-mean"))
     assert row["mean"] == pytest.approx(pct(ps["greedy-anchor-mean"], ps["greedy-anchor"]), abs=1e-9)
+    assert row["robot_over_mean"] == pytest.approx(pct(row["robot_P"], ps["greedy-anchor-mean"]), abs=1e-9)
     assert main(["inlink", "--out", str(tmp_path), "--runs", "0"]) == 0
     saved = json.loads((tmp_path / "inlink.json").read_text(encoding="utf-8"))
     assert [r["run"] for r in saved["runs"]] == ["0"] and saved["runs"][0]["mean"] == pytest.approx(

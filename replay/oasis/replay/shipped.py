@@ -382,13 +382,12 @@ def _ranks(values: Sequence[float]) -> list[float]:
 
 
 def _pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Pearson's correlation; None with fewer than two points or a constant side."""
-    if len(x) < 2:
+    """Pearson's correlation (``statistics.correlation``); None with fewer than two points or a constant
+    side, where it is undefined."""
+    try:
+        return statistics.correlation(x, y)
+    except statistics.StatisticsError:
         return None
-    mx, my = statistics.fmean(x), statistics.fmean(y)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
-    sxx, syy = sum((a - mx) ** 2 for a in x), sum((b - my) ** 2 for b in y)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
 
 
 # a margin within this of 0 (%) counts as neither helping nor hurting in :func:`inlink_summary`
@@ -397,8 +396,9 @@ INLINK_LEVEL = 0.05
 
 def inlink_evidence(runs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     """Per (corpus, topic), the first traversal's raw P of greedy-anchor, greedy-anchor-mean (the robot's
-    in-link mean at the shipped weight, no learning) and the robot as shipped (``whittle``), and both
-    margins over greedy-anchor (%): ``mean`` (what the in-link mean alone does) and ``robot``."""
+    in-link mean at the shipped weight, no learning) and the robot as shipped (``whittle``), both margins
+    over greedy-anchor (%): ``mean`` (what the in-link mean alone does) and ``robot``, and the robot's over
+    greedy-anchor-mean's (``robot_over_mean``: what learning adds to the mean)."""
     policies = ("greedy-anchor", "greedy-anchor-mean", "whittle")
     cfg = ExperimentConfig(policies=policies, traversals=1)
     out: list[dict[str, Any]] = []
@@ -416,6 +416,7 @@ def inlink_evidence(runs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
                 "robot_P": robot,
                 "mean": pct(mean, ga),
                 "robot": pct(robot, ga),
+                "robot_over_mean": pct(robot, mean),
             }
         )
         logger.info(
@@ -432,7 +433,7 @@ def inlink_summary(rows: Sequence[dict[str, Any]], level: float = INLINK_LEVEL) 
     (margin > ``level``) and one where it hurts (< -``level``)."""
     mean = [float(r["mean"]) for r in rows]
     robot = [float(r["robot"]) for r in rows]
-    over = [pct(r["robot_P"], r["greedy_anchor_mean"]) for r in rows]
+    over = [float(r["robot_over_mean"]) for r in rows]
     by_corpus: dict[str, list[float]] = {}
     for r, m in zip(rows, mean, strict=True):
         by_corpus.setdefault(r["corpus"], []).append(m)
@@ -811,6 +812,14 @@ def _out_folder(parser: argparse.ArgumentParser, out: str) -> Path:
     return folder
 
 
+def _named_runs(split: str | None, runs: list[int]) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """The (corpus, topic) runs a command measures and their labels: a named split's (``holdout-N/K``), else
+    the given runs of TRAINING (their numbers)."""
+    if split:
+        return SPLITS[split], [f"{split}/{k}" for k in range(len(SPLITS[split]))]
+    return tuple(TRAINING[i] for i in runs), [str(i) for i in runs]
+
+
 def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: list[int]) -> int:
     from oasis.replay.plots import plot_later_traversals, plot_link_orders, plot_margin_by_size
     from oasis.runtime.files import write_json_atomic
@@ -828,8 +837,7 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     config = overrides("--config", args.config)
     other = None if args.versus is None else overrides("--versus", args.versus)
     folder = _out_folder(parser, args.out)
-    named = SPLITS[args.split] if args.split else tuple(TRAINING[i] for i in runs)
-    labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(i) for i in runs]
+    named, labels = _named_runs(args.split, runs)
     later = args.traversals > 1
     # the other robot: the same runs, orders and traversals, compared
     extra = [] if other is None else [(other, args.traversals)]
@@ -1043,8 +1051,7 @@ def _inlink(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     from oasis.runtime.files import write_json_atomic
 
     folder = _out_folder(parser, args.out)
-    named = SPLITS[args.split] if args.split else tuple(TRAINING[k] for k in runs)
-    labels = [f"{args.split}/{k}" for k in range(len(named))] if args.split else [str(k) for k in runs]
+    named, labels = _named_runs(args.split, runs)
     rows = [{"run": label, **row} for label, row in zip(labels, inlink_evidence(named), strict=True)]
     summary = inlink_summary(rows)
     write_json_atomic(folder / "inlink.json", {"summary": summary, "runs": rows}, indent=1)
@@ -1054,7 +1061,7 @@ def _inlink(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
         "| robot vs greedy-anchor-mean %"
     )
     for r in rows:
-        over = pct(r["robot_P"], r["greedy_anchor_mean"])
+        over = r["robot_over_mean"]
         print(f"{r['run']} {r['corpus']} {r['topic']!r} | {r['mean']:+.2f} | {r['robot']:+.2f} | {over:+.2f}")
 
     def corr(x: float | None) -> str:
