@@ -27,7 +27,7 @@
   ``python-pydicom-doc`` and ``python-rdflib-doc``; holdout-20 (session 20): ``python-pymatgen-doc`` and
   ``python-asdf-doc``; holdout-21 (session 21): ``python-skbio-doc`` (scikit-bio) and
   ``python-pyqtgraph-doc``; holdout-22 (session 21): ``python-openstacksdk-doc`` and ``python-cogent-doc``
-  (cogent3).
+  (cogent3); holdout-23 (session 22): ``python-silx-doc`` and ``python-qutip-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -196,6 +196,17 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (openstacksdk) and one smaller (cogent3): docs/replay.md
         _experiment("python-openstacksdk-doc", "openstacksdk"),
         _experiment("python-cogent-doc", "cogent"),
+        # holdout-23 (session 22), fixed after holdout-22's single run, before any further design work: one
+        # mid-sized web (silx, whose Sphinx tree Debian installs under python3-silx) and one smaller (QuTiP):
+        # docs/replay.md
+        DebianCorpus(
+            name="python-silx-doc",
+            package="python-silx-doc",
+            root=DOC_ROOT / "python3-silx" / "html",
+            base_url="http://silx.docs.local/",
+            experiment=True,
+        ),
+        _experiment("python-qutip-doc", "qutip"),
     )
 }
 ALL = "all"
