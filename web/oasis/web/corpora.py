@@ -27,7 +27,8 @@
   ``python-pydicom-doc`` and ``python-rdflib-doc``; holdout-20 (session 20): ``python-pymatgen-doc`` and
   ``python-asdf-doc``; holdout-21 (session 21): ``python-skbio-doc`` (scikit-bio) and
   ``python-pyqtgraph-doc``; holdout-22 (session 21): ``python-openstacksdk-doc`` and ``python-cogent-doc``
-  (cogent3); holdout-23 (session 22): ``python-silx-doc`` and ``python-qutip-doc``.
+  (cogent3); holdout-23 (session 22): ``python-silx-doc`` and ``python-qutip-doc``; holdout-24 (session 22):
+  ``python-selenium-doc`` and ``python-mpmath-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -207,6 +208,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
             experiment=True,
         ),
         _experiment("python-qutip-doc", "qutip"),
+        # holdout-24 (session 22), fixed after holdout-23's single run, before any further design work: one
+        # mid-sized web (Selenium's API, reached through its indexes) and one small (mpmath): docs/replay.md
+        _experiment("python-selenium-doc", "selenium"),
+        _experiment("python-mpmath-doc", "mpmath"),
     )
 }
 ALL = "all"
