@@ -69,13 +69,14 @@ class DebianCorpus:
         return (self.root / self.seed).is_file()
 
 
-def _experiment(package: str, host: str) -> DebianCorpus:
+def _experiment(package: str, host: str, doc_dir: str | None = None) -> DebianCorpus:
     """An experiment corpus laid out as most Debian documentation packages are: the package's own name, its
-    Sphinx tree at /usr/share/doc/PACKAGE/html, served at http://HOST.docs.local/."""
+    Sphinx tree at /usr/share/doc/PACKAGE/html (or /usr/share/doc/DOC_DIR/html where the package installs it
+    elsewhere), served at http://HOST.docs.local/."""
     return DebianCorpus(
         name=package,
         package=package,
-        root=DOC_ROOT / package / "html",
+        root=DOC_ROOT / (doc_dir or package) / "html",
         base_url=f"http://{host}.docs.local/",
         experiment=True,
     )
@@ -200,13 +201,7 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # holdout-23 (session 22), fixed after holdout-22's single run, before any further design work: one
         # mid-sized web (silx, whose Sphinx tree Debian installs under python3-silx) and one smaller (QuTiP):
         # docs/replay.md
-        DebianCorpus(
-            name="python-silx-doc",
-            package="python-silx-doc",
-            root=DOC_ROOT / "python3-silx" / "html",
-            base_url="http://silx.docs.local/",
-            experiment=True,
-        ),
+        _experiment("python-silx-doc", "silx", doc_dir="python3-silx"),
         _experiment("python-qutip-doc", "qutip"),
         # holdout-24 (session 22), fixed after holdout-23's single run, before any further design work: one
         # mid-sized web (Selenium's API, reached through its indexes) and one small (mpmath): docs/replay.md
