@@ -942,14 +942,14 @@ def test_evaluate_tool_is_oasis_replay_and_issue_10s_table(
     assert f"own first over 3 link orders (paired, by 2 standard errors): {counts} of 1" in table
     # and the same without the URL-keyed directory term: the orders tool's figures for FEATURES_ONLY, the
     # shipped robot with only dir_weight changed (to 0)
-    assert replace(SHIPPED, dir_weight=0.0) == FEATURES_ONLY and SHIPPED.dir_weight > 0.0
+    assert replace(SHIPPED, dir_weight=0.0, link_replay=None) == FEATURES_ONLY and SHIPPED.dir_weight > 0.0
     (features,) = link_orders([(corpus, topic)], 3, FEATURES_ONLY, traversals=3)
     assert row["features_last_mean"] == pytest.approx(features["last_mean"])
     assert row["features_last_se"] == pytest.approx(features["last_se"])
     assert row["features_last_verdict"] == features["last_verdict"]
     assert (features["margins"], features["later"]) != (paired["margins"], paired["later"])  # another robot
     own = ", ".join(f"{v} {int(row['features_last_verdict'] == v)}" for v in ("improves", "flat", "falls"))
-    assert f"directory term (what generalises): {own} of 1" in table
+    assert f"the replayed weight (what generalises): {own} of 1" in table
     assert all(len(runs) == 4 for runs in SPLITS.values())
     *seen, unseen = SPLITS.values()  # every split but the newest has been run once and is training now
     assert all(run in TRAINING for runs in seen for run in runs)

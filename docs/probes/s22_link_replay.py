@@ -1,9 +1,10 @@
-"""Session 22 probe (docs/replay.md "Session 22: the next crawl's in-link weight ..."): with
-``docs/probes/s22_link_replay.patch`` applied (``git apply``), per run of ``TRAINING`` ten traversals of the
-robot as shipped and with ``link_replay`` at three margins (raw P per traversal over greedy-anchor's first,
-%, as served).
+"""Session 22 probe (docs/replay.md "Session 22: the next crawl's in-link weight ..."): the replayed
+in-link weight chosen with greedy-anchor-mean's non-learning key (not kept; the robot's own frozen index is
+the form that ships). On abb50d1 with ``docs/probes/s22_link_replay.patch`` applied, per run of ``TRAINING``
+ten traversals of the robot as shipped then and with ``link_replay`` at three margins (raw P per traversal
+over greedy-anchor's first, %, as served).
 
-    git apply docs/probes/s22_link_replay.patch
+    git checkout abb50d1 && git apply docs/probes/s22_link_replay.patch
     .venv/bin/python docs/probes/s22_link_replay.py 0 52 > a.jsonl &
     .venv/bin/python docs/probes/s22_link_replay.py 52 104 > b.jsonl
 """

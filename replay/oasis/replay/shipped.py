@@ -15,15 +15,16 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-24 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-25 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
         vs greedy-anchor, vs greedy-anchor-mean and vs the strongest same-evidence baseline, its best later
         traversal vs its first, the memorising hybrid vs greedy-oracle, the first traversal paired with
         greedy-anchor's over --orders link orders (default 10; 0: not) and the last traversal with the
-        robot's own first on the same orders, with and without its URL-keyed directory term
-        (:data:`FEATURES_ONLY`: memorisation apart), and the targets' counts
+        robot's own first on the same orders, with and without its memory of the web (the URL-keyed
+        directory term and the replayed in-link weight, :data:`FEATURES_ONLY`: memorisation apart), and the
+        targets' counts
         (:func:`evaluation_table`); DIR/evaluation.json holds the rows. Run an unseen split once.
     python -m oasis.replay.shipped noise --out DIR [--shuffles 20] [--runs ...]
         per run, the robot as shipped and greedy-anchor-shuffled (its exact ties in a random order, the mean
@@ -201,21 +202,26 @@ TRAINING = (
     ("debian:python-silx-doc", "reading specfile and converting data files to hdf5"),
     ("debian:python-qutip-doc", "time evolution master equation solver monte carlo"),
     ("debian:python-qutip-doc", "manipulating states and operators density matrices"),
+    # session 22: holdout-24 was run once with session 22's robot (the replayed in-link weight), paired
+    ("debian:python-selenium-doc", "action chains keys mouse pointer input actions"),
+    ("debian:python-selenium-doc", "support wait expected conditions select"),
+    ("debian:python-mpmath-doc", "numerical calculus differentiation integration sums limits"),
+    ("debian:python-mpmath-doc", "special functions gamma bessel hypergeometric zeta"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-23 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 104-107: four runs each, in
-# order); holdout-24 is unseen
+# holdout-24 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 108-111: four runs each, in
+# order); holdout-25 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
-    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 24)},
-    # session 22, fixed after holdout-23's single run and before any further design work (docs/replay.md
+    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 25)},
+    # session 22, fixed after holdout-24's single run and before any further design work (docs/replay.md
     # "Session 22"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-24": (
-        ("debian:python-selenium-doc", "action chains keys mouse pointer input actions"),
-        ("debian:python-selenium-doc", "support wait expected conditions select"),
-        ("debian:python-mpmath-doc", "numerical calculus differentiation integration sums limits"),
-        ("debian:python-mpmath-doc", "special functions gamma bessel hypergeometric zeta"),
+    "holdout-25": (
+        ("debian:python-nipype-doc", "workflow engine nodes pipeline execution plugins"),
+        ("debian:python-nipype-doc", "fsl interfaces registration brain extraction"),
+        ("debian:python-requests-doc", "authentication basic digest oauth"),
+        ("debian:python-requests-doc", "session objects ssl certificate verification proxies"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising
@@ -244,11 +250,12 @@ def whittle_p(prepared: Prepared, config: ControllerConfig, traversals: int, q: 
 SAME_EVIDENCE = ("greedy-anchor", "greedy-anchor-dir", "greedy-anchor-mean")
 
 
-# the robot as shipped without its one URL-keyed term, the URL directory's d(D) (session 14): on a later
-# traversal of the same web a directory's row remembers the pages fetched there before -- one row per page
-# on a site that gives every page its own folder -- so the later traversals' gain of this robot is what its
-# generalising features (the calibration and the states' c(x)) learn, reported apart from that memory
-FEATURES_ONLY = replace(SHIPPED, dir_weight=0.0)
+# the robot as shipped without its memory of the web: its one URL-keyed term, the URL directory's d(D)
+# (session 14: on a later traversal of the same web a directory's row remembers the pages fetched there
+# before -- one row per page on a site that gives every page its own folder), and the in-link weight replayed
+# on the web fetched before (session 22, ``link_replay``); the later traversals' gain of this robot is what
+# its generalising features (the calibration and the states' c(x)) learn, reported apart from that memory
+FEATURES_ONLY = replace(SHIPPED, dir_weight=0.0, link_replay=None)
 
 
 def baseline_ps(prepared: Prepared, policies: tuple[str, ...] = SAME_EVIDENCE) -> dict[str, float]:
@@ -661,7 +668,7 @@ def evaluate(
     over that many link orders (:func:`link_orders`: ``orders_mean``, ``orders_se``, ``orders_ahead_on``,
     ``orders_verdict``) and the robot's last traversal paired with its own first on each order
     (``orders_last_mean``, ``orders_last_se``, ``orders_last_verdict``, ``orders_dips_on``), and the same
-    for :data:`FEATURES_ONLY`, the robot without its URL-keyed directory term (``features_last_mean``,
+    for :data:`FEATURES_ONLY`, the robot without its memory of the web (``features_last_mean``,
     ``features_last_se``, ``features_last_verdict``: what generalises, apart from memorisation).
     ``DIR/evaluation.json`` is rewritten (atomically) after every run, so a run that fails keeps the rows of
     those before it; the failure is a RuntimeError naming the command."""
@@ -685,7 +692,7 @@ def evaluate(
         results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
         rows.append({"run": k, "command": "oasis " + " ".join(argv), **target_row(results)})
         if orders >= 2:
-            features = [(FEATURES_ONLY, traversals)]  # the same robot without the URL-keyed term
+            features = [(FEATURES_ONLY, traversals)]  # the same robot without its memory of the web
             (paired,) = link_orders([(corpus, topic)], orders, traversals=traversals, others=features)
             rows[-1].update(
                 orders=orders,
@@ -723,7 +730,7 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
         head += [f"last vs own t1 over {n_orders} link orders: mean (SE), verdict, orders with a dip"]
     features = paired and all("features_last_mean" in r for r in rows)
     if features:
-        head += ["the same without the directory term (features only): mean (SE), verdict"]
+        head += ["the same without d(D) and the replayed weight (features only): mean (SE), verdict"]
     lines = ["| run | " + " | ".join((*cols, *head)) + " |", "|---" * (1 + len(cols) + len(head)) + "|"]
 
     def cell(x: float | None) -> str:
@@ -770,7 +777,7 @@ def evaluation_table(rows: list[dict[str, Any]]) -> str:
         )
     if features:
         lines.append(
-            "the same without the URL-keyed directory term (what generalises): "
+            "the same without the web's memory, d(D) and the replayed weight (what generalises): "
             f"{_tally(rows, 'features_last_verdict', own_words)} of {n}"
         )
     return "\n".join(lines)

@@ -28,7 +28,8 @@
   ``python-asdf-doc``; holdout-21 (session 21): ``python-skbio-doc`` (scikit-bio) and
   ``python-pyqtgraph-doc``; holdout-22 (session 21): ``python-openstacksdk-doc`` and ``python-cogent-doc``
   (cogent3); holdout-23 (session 22): ``python-silx-doc`` and ``python-qutip-doc``; holdout-24 (session 22):
-  ``python-selenium-doc`` and ``python-mpmath-doc``.
+  ``python-selenium-doc`` and ``python-mpmath-doc``; holdout-25 (session 22): ``python-nipype-doc`` and
+  ``python-requests-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -207,6 +208,11 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (Selenium's API, reached through its indexes) and one small (mpmath): docs/replay.md
         _experiment("python-selenium-doc", "selenium"),
         _experiment("python-mpmath-doc", "mpmath"),
+        # holdout-25 (session 22), fixed after holdout-24's single run, before any further design work: one
+        # mid-sized web (nipype, whose tree Debian installs under python3-nipype) and one small (Requests):
+        # docs/replay.md
+        _experiment("python-nipype-doc", "nipype", doc_dir="python3-nipype"),
+        _experiment("python-requests-doc", "requests"),
     )
 }
 ALL = "all"

@@ -38,10 +38,12 @@ import heapq
 import json
 import math
 import os
+import random
+from dataclasses import replace
 from typing import Any
 
 from oasis.robot.scheduling.config import LINK_GRID
-from oasis.robot.scheduling.documents import FLIGHT, FRINGE
+from oasis.robot.scheduling.documents import FLIGHT, FRINGE, RETRIEVED
 from oasis.robot.scheduling.equations import (
     Calibration,
     calibration,
@@ -53,6 +55,8 @@ from oasis.robot.scheduling.equations import (
     state_correction,
 )
 from oasis.robot.scheduling.frontier import Frontier, HostReady
+from oasis.robot.scheduling.interface import FetchOutcome
+from oasis.robot.scheduling.linkreplay import KnownWeb, replay_weights
 from oasis.robot.scheduling.qtable import QTable
 from oasis.robot.scheduling.state import SEED_STATE, DiscoveryContext, GeneralisingState, make_state_extractor
 
@@ -77,7 +81,10 @@ OWN_ROW = "ds|"
 # predicted before each fetch, summed on this web: [L0, L1, L2], [L3, L4, L5], [L6, L7, n] (never shipped)
 PREQ = ("pq:1", "pq:2", "pq:3")
 TILT, STATE, DIR = 1, 2, 4  # the components: the calibration's two slopes (else one on b), c(x), d(D)
-WEB_ROWS = (DIR_ROW, OWN_ROW, "pq:")  # row-name prefixes that are web-specific (a trained table drops them)
+# the in-link weight chosen by replaying the web fetched (``link_replay``): [weight, pages replayed, 0]
+LINK_ROW = "lw|replay"
+# row-name prefixes that are web-specific (a trained table drops them)
+WEB_ROWS = (DIR_ROW, OWN_ROW, "pq:", "lw|")
 
 
 def url_directory(url: str) -> str:
@@ -216,7 +223,8 @@ class ResidualIndex:
         # the in-link evidence (link_mean > 0): per document the best link's parent and anchor relevance and
         # the sums and count over every link seen; b_i and its anchor part are then the mixed estimate
         self.link_mean = config.link_mean
-        self.links_kept = bool(config.link_mean) or config.link_learn is not None
+        learned = config.link_learn is not None or config.link_replay is not None
+        self.links_kept = bool(config.link_mean) or learned
         if self.links_kept:
             self.best_p, self.best_a = table.column("d"), table.column("d")
             self.sum_p, self.sum_a, self.links = table.column("d"), table.column("d"), table.column("d")
@@ -224,6 +232,12 @@ class ResidualIndex:
         # sums of x_k = (1 - k) B + k M (B the best link's p + a, M the links' mean) over the fetched pages
         # that had two or more in-links, beside the shared sums of their rewards (LinkWeight)
         self.link_weight = LinkWeight(config) if config.link_learn is not None else None
+        # session 22: the weight a replay of this web chose when an earlier crawl of it ended (link_replay)
+        # is where this crawl starts, held; this crawl's own record of the web chooses the next one's
+        self.known = KnownWeb() if config.link_replay is not None else None
+        replayed = self.q.rows().get(LINK_ROW) if self.known is not None else None
+        if replayed is not None:
+            self.link_mean, self.link_weight = replayed[0], None
         # exploration (``explore_every``): greedy-anchor's page instead of the index's at every n-th pop where
         # they differ, so that the pages the in-link mean demotes are sampled too (only while learning)
         self.explore_every = config.explore_every if config.learn else 0
@@ -1027,6 +1041,39 @@ def _make_class() -> type:
             self._re_estimate(doc, parent_rel, anchor_rel, state)
             if idx.shadowing and not idx.links_kept:
                 idx.shadow_push(doc)
+
+        def report(self, outcome: FetchOutcome, now: float) -> list[str]:
+            added = super().report(outcome, now)
+            if self.index.known is not None:
+                self._know(outcome)
+            return added
+
+        def _know(self, outcome: FetchOutcome) -> None:
+            """Record a fetched page in the known web (its first record holds: a live robot restarted without
+            it learns the web again from its re-crawls); once the fringe is empty (the web fetched), replay it
+            for the next crawl's in-link weight (``link_replay``, LINK_ROW)."""
+            idx, docs = self.index, self.docs
+            known = idx.known
+            assert known is not None
+            doc = docs.ids.get(outcome.url)
+            if doc is None or docs.status[doc] != RETRIEVED or doc in known.rel:
+                return
+            ids = docs.ids
+            links = [(ids[link.url], link.anchor_relevance) for link in outcome.links if link.url in ids]
+            known.add(doc, outcome.relevance, links, seed=idx.states[doc] == SEED_STATE)
+            if len(self.fringe) or not self.config.learn or not known.due(self.config.link_min):
+                return
+            cfg = self.config
+            scores = replay_weights(self._frozen, known, docs.urls, ids, LINK_GRID)
+            k = known.choose(scores, cfg.link_mean, cfg.link_replay or 0.0)
+            idx.q.put(LINK_ROW, (k, float(len(known)), 0.0))
+
+        def _frozen(self, k: float) -> Any:
+            """This controller's robot at in-link weight ``k``, its table read only (no learning)."""
+            from oasis.robot.scheduling.controller import make_controller
+
+            cfg = replace(self.config, link_mean=k, link_learn=None, link_replay=None, learn=False)
+            return make_controller("whittle", rng=random.Random(0), config=cfg, q=self.index.q)
 
         def _learn(self, doc: int, was_fringe: bool, g: float, children: list[int]) -> None:
             if not was_fringe:
