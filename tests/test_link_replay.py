@@ -107,6 +107,10 @@ def test_the_next_crawl_starts_with_the_replayed_weight() -> None:
     assert off.index.link_mean == 0.5  # off: the row is not read
     assert _crawl(off, r_t=1.0, r_u=0.0) == [URLS[p] for p in (S, H, U, T, G)]
     assert LINK_ROW.startswith(WEB_ROWS)  # a memory of the web: a trained table drops it
+    for damaged in (float("nan"), 0.3, -1.0):  # a corrupt row (a damaged or hand-edited table) is ignored
+        q.put(LINK_ROW, (damaged, 5.0, 0.0))
+        ctl = make_controller("whittle", rng=random.Random(0), config=fixed, q=q)
+        assert ctl.index.link_mean == 0.5 and ctl.index.link_weight is not None
 
 
 def test_the_default_holds_when_it_is_best() -> None:

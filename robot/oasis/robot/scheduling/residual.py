@@ -236,7 +236,7 @@ class ResidualIndex:
         # is where this crawl starts, held; this crawl's own record of the web chooses the next one's
         self.known = KnownWeb() if config.link_replay is not None else None
         replayed = self.q.rows().get(LINK_ROW) if self.known is not None else None
-        if replayed is not None:
+        if replayed is not None and replayed[0] in LINK_GRID:  # (a row not of the grid: a table damaged)
             self.link_mean, self.link_weight = replayed[0], None
         # exploration (``explore_every``): greedy-anchor's page instead of the index's at every n-th pop where
         # they differ, so that the pages the in-link mean demotes are sampled too (only while learning)
