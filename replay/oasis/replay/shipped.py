@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-25 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-26 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -207,21 +207,26 @@ TRAINING = (
     ("debian:python-selenium-doc", "support wait expected conditions select"),
     ("debian:python-mpmath-doc", "numerical calculus differentiation integration sums limits"),
     ("debian:python-mpmath-doc", "special functions gamma bessel hypergeometric zeta"),
+    # session 23: holdout-25 was run once with session 22's robot (unchanged), paired over link orders
+    ("debian:python-nipype-doc", "workflow engine nodes pipeline execution plugins"),
+    ("debian:python-nipype-doc", "fsl interfaces registration brain extraction"),
+    ("debian:python-requests-doc", "authentication basic digest oauth"),
+    ("debian:python-requests-doc", "session objects ssl certificate verification proxies"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-24 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 108-111: four runs each, in
-# order); holdout-25 is unseen
+# holdout-25 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 112-115: four runs each, in
+# order); holdout-26 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
-    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 25)},
-    # session 22, fixed after holdout-24's single run and before any further design work (docs/replay.md
-    # "Session 22"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-25": (
-        ("debian:python-nipype-doc", "workflow engine nodes pipeline execution plugins"),
-        ("debian:python-nipype-doc", "fsl interfaces registration brain extraction"),
-        ("debian:python-requests-doc", "authentication basic digest oauth"),
-        ("debian:python-requests-doc", "session objects ssl certificate verification proxies"),
+    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 26)},
+    # session 23, fixed after holdout-25's single run and before any further design work (docs/replay.md
+    # "Session 23"): one mid-sized web and one small; topics from each table of contents only
+    "holdout-26": (
+        ("debian:python-taskflow-doc", "engines flow patterns linear unordered graph flow"),
+        ("debian:python-taskflow-doc", "persistence storage backends resumption"),
+        ("debian:python-click-doc", "options boolean flags choice prompts environment variables"),
+        ("debian:python-click-doc", "commands and groups nested contexts multi command chaining"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

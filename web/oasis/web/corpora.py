@@ -29,7 +29,7 @@
   ``python-pyqtgraph-doc``; holdout-22 (session 21): ``python-openstacksdk-doc`` and ``python-cogent-doc``
   (cogent3); holdout-23 (session 22): ``python-silx-doc`` and ``python-qutip-doc``; holdout-24 (session 22):
   ``python-selenium-doc`` and ``python-mpmath-doc``; holdout-25 (session 22): ``python-nipype-doc`` and
-  ``python-requests-doc``.
+  ``python-requests-doc``; holdout-26 (session 23): ``python-taskflow-doc`` and ``python-click-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -213,6 +213,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # docs/replay.md
         _experiment("python-nipype-doc", "nipype", doc_dir="python3-nipype"),
         _experiment("python-requests-doc", "requests"),
+        # holdout-26 (session 23), fixed after holdout-25's single run, before any further design work: one
+        # mid-sized web (TaskFlow) and one small (Click): docs/replay.md
+        _experiment("python-taskflow-doc", "taskflow"),
+        _experiment("python-click-doc", "click"),
     )
 }
 ALL = "all"
