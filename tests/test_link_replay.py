@@ -58,7 +58,8 @@ def test_choice_margin_and_when_to_replay() -> None:
     assert not web.due(1)  # nothing known, no seed
     web.add(S, 0.0, [(H, 0.4)], seed=True)
     web.add(S, 1.0, [])  # a page fetched again keeps its first record
-    assert len(web) == 1 and web.rel[S] == 0.0 and web.links[S] == [(H, 0.4)]
+    assert len(web) == 1 and web.relevance(S) == 0.0 and list(web.links(S)) == [(H, 0.4)]
+    assert S in web and H not in web and web.relevance(H) == 0.0 and list(web.links(H)) == []
     assert web.due(1) and not web.due(2)
     scores = {0.0: 7.0, 0.25: 7.0, 0.5: 6.0, 0.75: 6.0, 1.0: 6.0}
     assert web.choose(scores, 0.5, 0.0) == 0.25  # the best, nearest the default among equals
@@ -78,8 +79,8 @@ def _crawl(ctl: Any, r_t: float, r_u: float) -> list[str]:
     order = []
     for step in range(5):
         (url,) = ctl.next_batch(1, float(step))
-        links = [Discovered(URLS[c], "", a) for c, a in web.links[IDS[url]] if c != Z]
-        ctl.report(FetchOutcome(url, "new", web.rel[IDS[url]], links), float(step))
+        links = [Discovered(URLS[c], "", a) for c, a in web.links(IDS[url]) if c != Z]
+        ctl.report(FetchOutcome(url, "new", web.relevance(IDS[url]), links), float(step))
         order.append(url)
     assert ctl.next_batch(1, 5.0) == []
     return order

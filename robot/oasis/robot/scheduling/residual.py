@@ -1056,10 +1056,10 @@ def _make_class() -> type:
             known = idx.known
             assert known is not None
             doc = docs.ids.get(outcome.url)
-            if doc is None or docs.status[doc] != RETRIEVED or doc in known.rel:
+            if doc is None or docs.status[doc] != RETRIEVED or doc in known:
                 return
             ids = docs.ids
-            links = [(ids[link.url], link.anchor_relevance) for link in outcome.links if link.url in ids]
+            links = ((ids[link.url], link.anchor_relevance) for link in outcome.links if link.url in ids)
             known.add(doc, outcome.relevance, links, seed=idx.states[doc] == SEED_STATE)
             if len(self.fringe) or not self.config.learn or not known.due(self.config.link_min):
                 return
