@@ -135,3 +135,32 @@ def test_bad_input_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path
     bad.write_text("{}")
     assert main(["replay", "--corpus", SYN, "--policies", "whittle", "--load-q", str(bad), "--json"]) == 2
     assert "Q-table" in capsys.readouterr().err
+
+
+def test_identifier_anchors_are_scored_by_their_words(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A site whose front page links a notes page first and the relevant page second, each by an identifier:
+    scored by its words (the default) the anchor ``pkg.pipeline.engine`` names the topic and greedy-anchor
+    fetches that page first; scored as written (``--raw-anchors``, before session 23) both anchors score 0
+    and the tie goes to the first link."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        '<html><body><p>api reference</p><a href="a.html">misc.notes</a> <a href="b.html">pkg.pipeline.engine'
+        "</a></body></html>"
+    )
+    (site / "a.html").write_text("<html><body><p>release notes and changes of this package</p></body></html>")
+    (site / "b.html").write_text(
+        "<html><body><p>the pipeline engine runs the workflow nodes of a pipeline</p></body></html>"
+    )
+    args = ["--corpus", str(site), "--topic", "pipeline engine", "--policies", "upper,greedy-anchor"]
+    cut = run_json(capsys, *args, "--out", str(tmp_path / "cut"))
+    raw = run_json(capsys, *args, "--raw-anchors", "--out", str(tmp_path / "raw"))
+    pols = {
+        name: json.loads((tmp_path / name / "results.json").read_text())["policies"]["greedy-anchor"]
+        for name in ("cut", "raw")
+    }
+    r_b = max(pols["cut"]["order"])  # the order is each fetch's relevance: the front page, then b (or a)
+    assert r_b > 0.5 and pols["cut"]["order"] == [0.0, r_b, 0.0] and pols["raw"]["order"] == [0.0, 0.0, r_b]
+    assert cut["policies"]["greedy-anchor"]["P"] == [2.0] and raw["policies"]["greedy-anchor"]["P"] == [1.0]

@@ -108,3 +108,14 @@ def test_min_relevance_keeps_off_topic_pages_out_of_the_index() -> None:
     # a page we had indexed drifting off topic is deleted
     [drift] = proc.process([ok(BASE + "on", "<title>Cake</title><p>gardening tips</p>")], 2.0)
     assert drift.kind == MODIFIED and drift.op is not None and drift.op.delete
+
+
+def test_an_identifier_anchor_is_scored_by_its_words() -> None:
+    """A link whose anchor is an identifier (an API reference's module or class name) is scored by its words:
+    ``db.sql_query.Database`` shares the topic's terms, scored as written (one dotted token) it would not."""
+    page = '<html><body><p>index</p><a href="m.html">db.sql_query.Database</a></body></html>'
+    [p] = ResponseProcessor(Scorer(), max_bytes=1 << 20).process([ok(BASE + "i.html", page)], 1.0)
+    (child,) = p.children
+    assert child.anchor == "db.sql_query.Database"  # the anchor as written is what the link carries
+    assert child.anchor_relevance == MODEL.score("", "db sql query Database") > 0.1
+    assert MODEL.score("", child.anchor) == 0.0

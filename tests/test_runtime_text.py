@@ -21,6 +21,7 @@ from oasis.runtime.text import (
     SCORE_PREFIX_CHARS,
     FusedPositions,
     _take_positions,
+    anchor_words,
     distinct_terms,
     make_analyzer,
     remembered_counts,
@@ -243,3 +244,16 @@ def test_kept_analyses_stay_bounded_under_a_flood_of_scored_texts() -> None:
     kept.put("x" * 1_001, ({}, 0, -1, True))  # over the character bound: not kept, nothing evicted for it
     kept.put("short", ({}, 0, -1, True))  # under the minimum (anchor texts, titles)
     assert list(kept._entries) == texts[-4:-1]
+
+
+def test_anchor_words_cut_identifiers_into_words() -> None:
+    """An API reference's anchors are identifiers: a dotted name is one token as written (Whoosh's
+    expression), so scored as written it shares no term with a topic; cut, it does (session 23)."""
+    assert anchor_words("nipype.pipeline.engine") == "nipype pipeline engine"
+    assert anchor_words("expected_conditions.WebDriverWait") == "expected conditions Web Driver Wait"
+    assert anchor_words("load__balancer and HTTPServer v2Api") == "load balancer and HTTPServer v2 Api"
+    # separators not between word characters stay (an ellipsis, a leading underscore, a trailing dot)
+    assert anchor_words("... _private end.") == "... _private end."
+    assert tokenize("nipype.pipeline.engine") == ["nipype.pipeline.engine"]
+    assert tokenize(anchor_words("nipype.pipeline.engine")) == ["nipype", "pipelin", "engin"]
+    assert anchor_words("") == "" and anchor_words("plain words") == "plain words"

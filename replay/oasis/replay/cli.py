@@ -150,6 +150,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--no-learn", action="store_true", help="evaluate loaded Q-tables without updating them")
     p.add_argument("--no-anchors", action="store_true", help="skip anchor-text relevance")
+    p.add_argument(
+        "--raw-anchors",
+        action="store_true",
+        help="score anchor texts as written, identifiers uncut (the evidence before session 23)",
+    )
     p.add_argument("--load-q", type=Path, default=None, help="Q-table to start the learning policy from")
     p.add_argument("--save-q", type=Path, default=None, help="write the learned Q-table here")
     p.add_argument(
@@ -255,7 +260,13 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     try:
         corpus = load_corpus(args.corpus)
-        prepared = prepare(corpus, args.topic, seed_urls=args.seed_url, anchors=not args.no_anchors)
+        prepared = prepare(
+            corpus,
+            args.topic,
+            seed_urls=args.seed_url,
+            anchors=not args.no_anchors,
+            anchor_identifiers=not args.raw_anchors,
+        )
     except (ValueError, OSError) as exc:
         return _fail(f"cannot load corpus {args.corpus!r}: {exc}")
     from oasis.robot.scheduling.recrawl import WhittleRecrawl

@@ -39,6 +39,7 @@ from oasis.robot.scheduling.recrawl import (
 )
 from oasis.robot.scheduling.residual import start_table
 from oasis.robot.scheduling.state import STATE_NAMES
+from oasis.runtime.text import anchor_words
 from oasis.web.model import Corpus
 
 logger = logging.getLogger(__name__)
@@ -177,6 +178,7 @@ def prepare(
     *,
     seed_urls: Sequence[str] | None = None,
     anchors: bool = True,
+    anchor_identifiers: bool = True,
     progress: Progress | None = None,
 ) -> Prepared:
     """Graph + r(i) + anchor relevance for a corpus and topic.
@@ -184,6 +186,9 @@ def prepare(
     r(i): with a topic, the engine's TF-IDF cosine model (:class:`oasis.engine.relevance.RelevanceModel`)
     fitted on the corpus; for a synthetic web whose topic names include ``topic`` (or with no topic), the
     generator's ground-truth relevance; with no topic otherwise, the corpus's own relevance attributes.
+    A link's anchor relevance is its anchor text's score with the identifiers in it cut into words
+    (:func:`oasis.runtime.text.anchor_words`, as the live robot scores it; ``anchor_identifiers`` False:
+    scored as written, as before session 23).
     """
     t0 = time.perf_counter()
     graph = corpus.graph()
@@ -235,7 +240,9 @@ def prepare(
                 text = first.get(int(graph.indices[pos]), "")
                 value = cache.get(text)
                 if value is None:
-                    value = model.score_text(text) if text else 0.0
+                    value = (
+                        model.score_text(anchor_words(text) if anchor_identifiers else text) if text else 0.0
+                    )
                     cache[text] = value
                 anchor[pos] = value
     if seed_urls:

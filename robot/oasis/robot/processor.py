@@ -19,6 +19,7 @@ from oasis.robot import fetcher as f
 from oasis.robot.engine_port import IndexDoc
 from oasis.robot.scheduling.interface import DELETED, ERROR, MODIFIED, NEW, UNCHANGED, Discovered, FetchKind
 from oasis.runtime.html import parse_html
+from oasis.runtime.text import anchor_words
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ class ResponseProcessor:
         texts.extend((title, text) for title, text, _, _ in pages.values())
         for anchor in anchor_slot:
             anchor_slot[anchor] = len(texts)
-            texts.append(("", anchor))
+            texts.append(("", anchor_words(anchor)))
         return Parsed(results, pages, page_idx, anchor_slot, texts)
 
     def score(self, parsed: Parsed) -> list[float]:

@@ -233,6 +233,21 @@ def make_analyzer() -> Analyzer:
     return FusedStemmingAnalyzer()
 
 
+# an identifier inside a link's anchor, cut into its words (anchor_words): a "." or "_" between word
+# characters, and a lower-case letter or digit followed by a capital
+_IDENT_SEP = re.compile(r"(?<=\w)[._]+(?=\w)")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def anchor_words(text: str) -> str:
+    """A link's anchor text with the identifiers in it cut into words, for scoring the link's topic
+    relevance: ``nipype.pipeline.engine`` -> ``nipype pipeline engine``, ``expected_conditions`` ->
+    ``expected conditions``, ``WebDriverWait`` -> ``Web Driver Wait``. :func:`tokenize` keeps a dotted name
+    as one token (Whoosh's expression, as the index does), so the anchors of an API reference -- module,
+    class and function names -- scored as written share no term with a topic (docs/replay.md "Session 23")."""
+    return _CAMEL.sub(" ", _IDENT_SEP.sub(" ", text))
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased, stop-word-free, stemmed tokens of ``text``, in order, repeats kept."""
     if not text:
