@@ -29,7 +29,8 @@
   ``python-pyqtgraph-doc``; holdout-22 (session 21): ``python-openstacksdk-doc`` and ``python-cogent-doc``
   (cogent3); holdout-23 (session 22): ``python-silx-doc`` and ``python-qutip-doc``; holdout-24 (session 22):
   ``python-selenium-doc`` and ``python-mpmath-doc``; holdout-25 (session 22): ``python-nipype-doc`` and
-  ``python-requests-doc``; holdout-26 (session 23): ``python-taskflow-doc`` and ``python-click-doc``.
+  ``python-requests-doc``; holdout-26 (session 23): ``python-taskflow-doc`` and ``python-click-doc``;
+  holdout-27 (session 23): ``python-dipy-doc`` and ``python-eventlet-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -217,6 +218,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (TaskFlow) and one small (Click): docs/replay.md
         _experiment("python-taskflow-doc", "taskflow"),
         _experiment("python-click-doc", "click"),
+        # holdout-27 (session 23), fixed after holdout-26's single run, before any further design work: one
+        # mid-sized web (DIPY) and one small (Eventlet): docs/replay.md
+        _experiment("python-dipy-doc", "dipy"),
+        _experiment("python-eventlet-doc", "eventlet"),
     )
 }
 ALL = "all"
