@@ -141,9 +141,9 @@ def test_identifier_anchors_are_scored_by_their_words(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """A site whose front page links a notes page first and the relevant page second, each by an identifier:
-    scored by its words (the default) the anchor ``pkg.pipeline.engine`` names the topic and greedy-anchor
-    fetches that page first; scored as written (``--raw-anchors``, before session 23) both anchors score 0
-    and the tie goes to the first link."""
+    a link scored by its words (the default: anchor and URL, identifiers cut) ``pkg.pipeline.engine`` names
+    the topic and greedy-anchor fetches that page first; scored by the anchor as written (``--raw-anchors``,
+    before session 23) both links score 0 and the tie goes to the first link."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text(

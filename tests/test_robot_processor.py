@@ -110,12 +110,19 @@ def test_min_relevance_keeps_off_topic_pages_out_of_the_index() -> None:
     assert drift.kind == MODIFIED and drift.op is not None and drift.op.delete
 
 
-def test_an_identifier_anchor_is_scored_by_its_words() -> None:
-    """A link whose anchor is an identifier (an API reference's module or class name) is scored by its words:
-    ``db.sql_query.Database`` shares the topic's terms, scored as written (one dotted token) it would not."""
-    page = '<html><body><p>index</p><a href="m.html">db.sql_query.Database</a></body></html>'
-    [p] = ResponseProcessor(Scorer(), max_bytes=1 << 20).process([ok(BASE + "i.html", page)], 1.0)
-    (child,) = p.children
-    assert child.anchor == "db.sql_query.Database"  # the anchor as written is what the link carries
-    assert child.anchor_relevance == MODEL.score("", "db sql query Database") > 0.1
-    assert MODEL.score("", child.anchor) == 0.0
+def test_a_link_is_scored_by_its_anchor_and_url_words() -> None:
+    """A link is scored by what it says about its target (session 23): its anchor with identifiers cut (an
+    API reference's module or class name), and its URL's path words (a link whose anchor says nothing)."""
+    page = (
+        '<html><body><p>index</p><a href="m.html">db.sql_query.Database</a> <a href="sql-queries.html">'
+        '[source]</a> <a href="x.html">[source]</a></body></html>'
+    )
+    scorer = Scorer()
+    [p] = ResponseProcessor(scorer, max_bytes=1 << 20).process([ok(BASE + "i.html", page)], 1.0)
+    ident, by_url, neither = p.children
+    assert ident.anchor == "db.sql_query.Database"  # the anchor as written is what the link carries
+    assert ident.anchor_relevance == MODEL.score("", "db sql query Database docs m") > 0.1
+    assert MODEL.score("", ident.anchor) == 0.0  # as written: one dotted token, no term of the topic
+    assert by_url.anchor_relevance == MODEL.score("", "[source] docs sql queries") > 0.1
+    assert neither.anchor_relevance == 0.0
+    assert scorer.calls == 1

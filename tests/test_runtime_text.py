@@ -23,10 +23,12 @@ from oasis.runtime.text import (
     _take_positions,
     anchor_words,
     distinct_terms,
+    link_words,
     make_analyzer,
     remembered_counts,
     term_positions,
     tokenize,
+    url_words,
 )
 
 # Capitals, stop words, plurals and -ing forms, possessives, hyphens, digits, accents, CJK, punctuation runs
@@ -257,3 +259,18 @@ def test_anchor_words_cut_identifiers_into_words() -> None:
     assert tokenize("nipype.pipeline.engine") == ["nipype.pipeline.engine"]
     assert tokenize(anchor_words("nipype.pipeline.engine")) == ["nipype", "pipelin", "engin"]
     assert anchor_words("") == "" and anchor_words("plain words") == "plain words"
+
+
+def test_link_words_are_the_anchor_and_the_url_path() -> None:
+    """What a link says about its target: its anchor and its URL's path words, identifiers cut."""
+    assert url_words("http://n.docs.local/api/generated/nipype.pipeline.engine.html") == (
+        "api generated nipype.pipeline.engine"
+    )
+    assert url_words("http://h/docs/index.html") == "docs" and url_words("http://h/") == ""
+    assert url_words("http://h/user/quick-start/?q=1#x") == "user quick start"
+    assert link_words("[source]", "http://h/_modules/requests/auth.html") == "[source] _modules requests auth"
+    assert (
+        link_words("Pipeline", "http://h/api/nipype.pipeline.engine.html")
+        == "Pipeline api nipype pipeline engine"
+    )
+    assert link_words("", "http://h/index.html") == "" and link_words("next", "http://h/") == "next"

@@ -153,7 +153,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--raw-anchors",
         action="store_true",
-        help="score anchor texts as written, identifiers uncut (the evidence before session 23)",
+        help="score a link by its anchor as written (before session 23: no URL words, identifiers uncut)",
     )
     p.add_argument("--load-q", type=Path, default=None, help="Q-table to start the learning policy from")
     p.add_argument("--save-q", type=Path, default=None, help="write the learned Q-table here")
@@ -265,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
             args.topic,
             seed_urls=args.seed_url,
             anchors=not args.no_anchors,
-            anchor_identifiers=not args.raw_anchors,
+            raw_anchors=args.raw_anchors,
         )
     except (ValueError, OSError) as exc:
         return _fail(f"cannot load corpus {args.corpus!r}: {exc}")

@@ -39,7 +39,7 @@ from oasis.robot.scheduling.recrawl import (
 )
 from oasis.robot.scheduling.residual import start_table
 from oasis.robot.scheduling.state import STATE_NAMES
-from oasis.runtime.text import anchor_words
+from oasis.runtime.text import link_words
 from oasis.web.model import Corpus
 
 logger = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ def prepare(
     *,
     seed_urls: Sequence[str] | None = None,
     anchors: bool = True,
-    anchor_identifiers: bool = True,
+    raw_anchors: bool = False,
     progress: Progress | None = None,
 ) -> Prepared:
     """Graph + r(i) + anchor relevance for a corpus and topic.
@@ -186,9 +186,9 @@ def prepare(
     r(i): with a topic, the engine's TF-IDF cosine model (:class:`oasis.engine.relevance.RelevanceModel`)
     fitted on the corpus; for a synthetic web whose topic names include ``topic`` (or with no topic), the
     generator's ground-truth relevance; with no topic otherwise, the corpus's own relevance attributes.
-    A link's anchor relevance is its anchor text's score with the identifiers in it cut into words
-    (:func:`oasis.runtime.text.anchor_words`, as the live robot scores it; ``anchor_identifiers`` False:
-    scored as written, as before session 23).
+    A link's anchor relevance is the topic score of what the link says about its target, its anchor text and
+    its URL's path words with identifiers cut (:func:`oasis.runtime.text.link_words`, as the live robot scores
+    it; session 23); ``raw_anchors``: the anchor text as written, as before session 23.
     """
     t0 = time.perf_counter()
     graph = corpus.graph()
@@ -237,12 +237,11 @@ def prepare(
                 if j is not None and j not in first:
                     first[j] = link.anchor
             for pos in range(lo, hi):
-                text = first.get(int(graph.indices[pos]), "")
+                j = int(graph.indices[pos])
+                text = first.get(j, "") if raw_anchors else link_words(first.get(j, ""), urls[j])
                 value = cache.get(text)
                 if value is None:
-                    value = (
-                        model.score_text(anchor_words(text) if anchor_identifiers else text) if text else 0.0
-                    )
+                    value = model.score_text(text) if text else 0.0
                     cache[text] = value
                 anchor[pos] = value
     if seed_urls:

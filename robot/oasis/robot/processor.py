@@ -19,7 +19,7 @@ from oasis.robot import fetcher as f
 from oasis.robot.engine_port import IndexDoc
 from oasis.robot.scheduling.interface import DELETED, ERROR, MODIFIED, NEW, UNCHANGED, Discovered, FetchKind
 from oasis.runtime.html import parse_html
-from oasis.runtime.text import anchor_words
+from oasis.runtime.text import link_words
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +48,8 @@ class Parsed:
     results: Sequence[f.FetchResult]
     pages: dict[int, tuple[str, str, list[tuple[str, str]], bool]]  # index -> title, text, links, noindex
     page_idx: dict[int, int]  # result index -> its page's slot in texts
-    anchor_slot: dict[str, int]  # anchor text -> its slot in texts
-    texts: list[tuple[str, str]]  # (title, text) of each page, then ("", anchor) of each distinct anchor
+    link_slot: dict[tuple[str, str], int]  # (url, anchor) of a link -> its words' slot in texts
+    texts: list[tuple[str, str]]  # (title, text) of each page, then ("", words) of each distinct link's words
 
 
 def content_hash(title: str, text: str) -> str:
@@ -99,7 +99,8 @@ class ResponseProcessor:
         """The first half of :meth:`process`: parse the pages, and list the texts to score."""
         pages: dict[int, tuple[str, str, list[tuple[str, str]], bool]] = {}
         texts: list[tuple[str, str]] = []
-        anchor_slot: dict[str, int] = {}
+        link_slot: dict[tuple[str, str], int] = {}
+        word_slot: dict[str, int] = {}  # a link's words (link_words) -> their slot in texts
         for i, res in enumerate(results):
             if res.kind != f.OK:
                 continue
@@ -118,15 +119,21 @@ class ResponseProcessor:
                 self.long_urls += len(links) - len(kept)
                 links = kept
             pages[i] = (page.title, page.text, links, page.noindex)
-            for _, anchor in links:
-                if anchor and anchor not in anchor_slot:
-                    anchor_slot[anchor] = -1
+            for link in links:
+                if link not in link_slot:
+                    words = link_words(link[1], link[0])
+                    if words:
+                        slot = word_slot.get(words)
+                        if slot is None:
+                            slot = word_slot[words] = len(word_slot)
+                        link_slot[link] = slot
         page_idx = {i: len(texts) + k for k, i in enumerate(pages)}
         texts.extend((title, text) for title, text, _, _ in pages.values())
-        for anchor in anchor_slot:
-            anchor_slot[anchor] = len(texts)
-            texts.append(("", anchor_words(anchor)))
-        return Parsed(results, pages, page_idx, anchor_slot, texts)
+        first = len(texts)  # the links' words follow the pages
+        texts.extend(("", words) for words in word_slot)
+        for link, slot in link_slot.items():
+            link_slot[link] = first + slot
+        return Parsed(results, pages, page_idx, link_slot, texts)
 
     def score(self, parsed: Parsed) -> list[float]:
         """The topic relevance of every text of a parsed batch (one Score call; none without texts)."""
@@ -135,14 +142,15 @@ class ResponseProcessor:
     def finish(self, parsed: Parsed, scores: Sequence[float], fetch_time: float) -> list[Processed]:
         """The second half of :meth:`process`: outcomes and index operations, given the batch's scores."""
         out: list[Processed] = []
-        anchor_slot, page_idx = parsed.anchor_slot, parsed.page_idx
+        link_slot, page_idx = parsed.link_slot, parsed.page_idx
         for i, res in enumerate(parsed.results):
             if i in parsed.pages:
                 title, text, links, noindex = parsed.pages[i]
                 r = _clip(scores[page_idx[i]])
+                slots = [link_slot.get(link) for link in links]
                 children = tuple(
-                    Discovered(url, anchor, _clip(scores[anchor_slot[anchor]]) if anchor else 0.0)
-                    for url, anchor in links
+                    Discovered(url, anchor, 0.0 if slot is None else _clip(scores[slot]))
+                    for (url, anchor), slot in zip(links, slots, strict=True)
                 )
                 out.append(self._page(res.url, title, text, r, children, noindex, fetch_time))
                 known = self.known.get(res.url)

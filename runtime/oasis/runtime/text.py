@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 from whoosh.analysis import STOP_WORDS, Analyzer, Token
 from whoosh.formats import Positions
@@ -246,6 +247,24 @@ def anchor_words(text: str) -> str:
     as one token (Whoosh's expression, as the index does), so the anchors of an API reference -- module,
     class and function names -- scored as written share no term with a topic (docs/replay.md "Session 23")."""
     return _CAMEL.sub(" ", _IDENT_SEP.sub(" ", text))
+
+
+_URL_EXT = re.compile(r"\.(?:html?|php|aspx?)$")
+_PATH_SEP = re.compile(r"[/\-]+")
+
+
+def url_words(url: str) -> str:
+    """The words of a URL's path: its segments split at "/" and "-", a page extension and ``index`` dropped
+    (``http://h/api/generated/nipype.pipeline.engine.html`` -> ``api generated nipype.pipeline.engine``)."""
+    path = _URL_EXT.sub("", urlsplit(url).path)
+    return " ".join(w for w in _PATH_SEP.split(path) if w and w != "index")
+
+
+def link_words(anchor: str, url: str) -> str:
+    """What a link says about the page it points to, the text its topic relevance is scored on (the live
+    robot and the replay alike): its anchor text and its URL's path words (:func:`url_words`), the identifiers
+    in them cut into words (:func:`anchor_words`); session 23, docs/replay.md."""
+    return anchor_words(f"{anchor} {url_words(url)}".strip())
 
 
 def tokenize(text: str) -> list[str]:
