@@ -30,7 +30,8 @@
   (cogent3); holdout-23 (session 22): ``python-silx-doc`` and ``python-qutip-doc``; holdout-24 (session 22):
   ``python-selenium-doc`` and ``python-mpmath-doc``; holdout-25 (session 22): ``python-nipype-doc`` and
   ``python-requests-doc``; holdout-26 (session 23): ``python-taskflow-doc`` and ``python-click-doc``;
-  holdout-27 (session 23): ``python-dipy-doc`` and ``python-eventlet-doc``.
+  holdout-27 (session 23): ``python-dipy-doc`` and ``python-eventlet-doc``; holdout-28 (session 23):
+  ``python-can-doc`` (at /usr/share/doc/python3-can/html) and ``python-pygments-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -222,6 +223,11 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (DIPY) and one small (Eventlet): docs/replay.md
         _experiment("python-dipy-doc", "dipy"),
         _experiment("python-eventlet-doc", "eventlet"),
+        # holdout-28 (session 23), fixed after holdout-27's single run, before any further design work: one
+        # mid-sized web (python-can, whose tree Debian installs under python3-can) and one small (Pygments):
+        # docs/replay.md
+        _experiment("python-can-doc", "can", doc_dir="python3-can"),
+        _experiment("python-pygments-doc", "pygments"),
     )
 }
 ALL = "all"
