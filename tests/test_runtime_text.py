@@ -274,3 +274,7 @@ def test_link_words_are_the_anchor_and_the_url_path() -> None:
         == "Pipeline api nipype pipeline engine"
     )
     assert link_words("", "http://h/index.html") == "" and link_words("next", "http://h/") == "next"
+    # a URL that does not parse gives no words, the anchor still counts
+    assert (
+        url_words("http://[::1/x.html") == "" and link_words("sql_query", "http://[::1/x.html") == "sql query"
+    )

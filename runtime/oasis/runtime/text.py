@@ -255,8 +255,12 @@ _PATH_SEP = re.compile(r"[/\-]+")
 
 def url_words(url: str) -> str:
     """The words of a URL's path: its segments split at "/" and "-", a page extension and ``index`` dropped
-    (``http://h/api/generated/nipype.pipeline.engine.html`` -> ``api generated nipype.pipeline.engine``)."""
-    path = _URL_EXT.sub("", urlsplit(url).path)
+    (``http://h/api/generated/nipype.pipeline.engine.html`` -> ``api generated nipype.pipeline.engine``); none
+    for a URL that does not parse (a link is still scored on its anchor)."""
+    try:
+        path = _URL_EXT.sub("", urlsplit(url).path)
+    except ValueError:  # e.g. an unclosed IPv6 host bracket
+        return ""
     return " ".join(w for w in _PATH_SEP.split(path) if w and w != "index")
 
 
