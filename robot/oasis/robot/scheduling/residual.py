@@ -1059,7 +1059,9 @@ def _make_class() -> type:
             if doc is None or docs.status[doc] != RETRIEVED or doc in known:
                 return
             ids = docs.ids
-            links = ((ids[link.url], link.anchor_relevance) for link in outcome.links if link.url in ids)
+            links = (
+                (c, link.anchor_relevance) for link in outcome.links if (c := ids.get(link.url)) is not None
+            )
             known.add(doc, outcome.relevance, links, seed=idx.states[doc] == SEED_STATE)
             if len(self.fringe) or not self.config.learn or not known.due(self.config.link_min):
                 return
