@@ -332,6 +332,8 @@ def test_experiment_corpora_are_known_but_not_part_of_all(
         "python-eventlet-doc",
         "python-can-doc",
         "python-pygments-doc",
+        "python-taurus-doc",
+        "python-hypothesis-doc",
     ]
     for name in experiment:
         absent = replace(DEBIAN_CORPORA[name], root=tmp_path / "absent")

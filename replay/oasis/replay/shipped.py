@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-28 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-29 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -222,21 +222,26 @@ TRAINING = (
     ("debian:python-dipy-doc", "spherical harmonic bases spherical coordinates theory"),
     ("debian:python-eventlet-doc", "green threads spawn greenpool patching monkeypatching standard library"),
     ("debian:python-eventlet-doc", "hubs how the hubs work use hub"),
+    # session 24: holdout-28 was run once with session 23's robot unchanged, paired
+    ("debian:python-can-doc", "bus message reading and writing messages listeners"),
+    ("debian:python-can-doc", "socketcan virtual interfaces hardware interfaces"),
+    ("debian:python-pygments-doc", "lexers writing your own lexer lexer development"),
+    ("debian:python-pygments-doc", "formatters html terminal output styles"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-27 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 120-123: four runs each, in
-# order); holdout-28 is unseen
+# holdout-28 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 124-127: four runs each, in
+# order); holdout-29 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
-    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 28)},
-    # session 23, fixed after holdout-27's single run and before any further design work (docs/replay.md
-    # "Session 23"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-28": (
-        ("debian:python-can-doc", "bus message reading and writing messages listeners"),
-        ("debian:python-can-doc", "socketcan virtual interfaces hardware interfaces"),
-        ("debian:python-pygments-doc", "lexers writing your own lexer lexer development"),
-        ("debian:python-pygments-doc", "formatters html terminal output styles"),
+    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 29)},
+    # session 24, fixed after holdout-28's single run and before any further design work (docs/replay.md
+    # "Session 24"): one mid-sized web and one small; topics from each table of contents only
+    "holdout-29": (
+        ("debian:python-taurus-doc", "plots trend zooming panning plot configuration curves"),
+        ("debian:python-taurus-doc", "taurusgui panels perspectives synoptic panels"),
+        ("debian:python-hypothesis-doc", "stateful testing rule based state machines"),
+        ("debian:python-hypothesis-doc", "settings health checks example database reproducing failures"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

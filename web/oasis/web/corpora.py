@@ -31,7 +31,8 @@
   ``python-selenium-doc`` and ``python-mpmath-doc``; holdout-25 (session 22): ``python-nipype-doc`` and
   ``python-requests-doc``; holdout-26 (session 23): ``python-taskflow-doc`` and ``python-click-doc``;
   holdout-27 (session 23): ``python-dipy-doc`` and ``python-eventlet-doc``; holdout-28 (session 23):
-  ``python-can-doc`` (at /usr/share/doc/python3-can/html) and ``python-pygments-doc``.
+  ``python-can-doc`` (at /usr/share/doc/python3-can/html) and ``python-pygments-doc``; holdout-29 (session
+  24): ``python-taurus-doc`` and ``python-hypothesis-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -228,6 +229,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # docs/replay.md
         _experiment("python-can-doc", "can", doc_dir="python3-can"),
         _experiment("python-pygments-doc", "pygments"),
+        # holdout-29 (session 24), fixed after holdout-28's single run, before any further design work: one
+        # mid-sized web (Taurus, 646 reachable pages) and one small (Hypothesis, 50): docs/replay.md
+        _experiment("python-taurus-doc", "taurus"),
+        _experiment("python-hypothesis-doc", "hypothesis"),
     )
 }
 ALL = "all"
