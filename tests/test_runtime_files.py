@@ -101,3 +101,26 @@ def test_read_json_names_the_file_when_missing_or_corrupt(tmp_path: Path) -> Non
         read_json(corrupt, "sources")
     assert isinstance(info.value, ValueError)
     assert isinstance(info.value.__cause__, json.JSONDecodeError)
+
+
+def test_writable_folder_creates_the_folder_and_leaves_no_probe(tmp_path: Path) -> None:
+    folder = files.writable_folder(tmp_path / "a" / "b")
+    assert folder == tmp_path / "a" / "b" and folder.is_dir()
+    assert list(folder.iterdir()) == []  # the probe page was written and removed
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(FileWriteError, match=re.escape(f"cannot write to folder {blocker / 'out'}")):
+        files.writable_folder(blocker / "out")
+
+
+def test_writable_folder_reports_a_disk_that_refuses_the_first_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "write", full)
+    with pytest.raises(FileWriteError, match=r"cannot write to folder .*No space left on device"):
+        files.writable_folder(tmp_path)
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []  # the empty probe file was removed too

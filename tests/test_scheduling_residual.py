@@ -865,13 +865,13 @@ def test_link_orders_runs_more_robots_on_one_preparation_as_their_own_calls() ->
         (["noise", "--out", "OUT", "--runs", "-1"], "--runs must be in 0.."),
         (["compare", "--runs", "0,x"], "--runs must be comma-separated"),  # not a number
         (["train", "--out", "OUT/q.json", "--runs", "999"], "--runs must be in 0.."),
-        (["noise", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),  # under a regular file
-        (["inlink", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
+        (["noise", "--out", "FILE/sub", "--runs", "0"], "cannot write to folder"),  # under a regular file
+        (["inlink", "--out", "FILE/sub", "--runs", "0"], "cannot write to folder"),
         (["inlink", "--out", "OUT", "--runs", "0,9999"], "--runs must be in 0.."),
         (["inlink", "--out", "OUT", "--split", "holdout-999"], "invalid choice"),
-        (["orders", "--out", "FILE/sub", "--runs", "0"], "cannot create --out"),
+        (["orders", "--out", "FILE/sub", "--runs", "0"], "cannot write to folder"),
         (["orders", "--out", "OUT", "--runs", "0,9999"], "--runs must be in 0.."),
-        (["evaluate", "--split", "holdout-6", "--out", "FILE/sub"], "cannot create --out"),
+        (["evaluate", "--split", "holdout-6", "--out", "FILE/sub"], "cannot write to folder"),
         (
             ["evaluate", "--split", "holdout-6", "--out", "OUT", "--traversals", "1"],
             "--traversals must be >= 2",

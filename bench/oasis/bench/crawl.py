@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis.bench._stats import process_cpu_seconds
+from oasis.replay.figures import write_figure
 from oasis.runtime.spawn import ServiceProcess, spawn_service
 
 logger = logging.getLogger(__name__)
@@ -483,5 +484,4 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    write_figure(fig, path, dpi=100)

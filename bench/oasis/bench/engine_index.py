@@ -34,6 +34,7 @@ from typing import Any
 from tqdm import tqdm
 
 from oasis.bench._stats import percentile, process_cpu_seconds
+from oasis.replay.figures import write_figure
 
 logger = logging.getLogger(__name__)
 
@@ -398,8 +399,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.invert_yaxis()
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    write_figure(fig, path, dpi=90)
 
 
 def _run(args: argparse.Namespace) -> int:

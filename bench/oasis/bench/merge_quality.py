@@ -31,6 +31,7 @@ from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
 from oasis.broker.merge import NORMALISATIONS, Normalisation
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.engine.index import InvalidQuery
+from oasis.replay.figures import write_figure
 
 logger = logging.getLogger(__name__)
 
@@ -206,8 +207,7 @@ def plot(rows: list[Row], path: Path) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    write_figure(fig, path, dpi=110)
 
 
 def register(sub: Any) -> None:

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from oasis.replay.figures import write_figure
+
 logger = logging.getLogger(__name__)
 
 PG_HTML = Path("/usr/share/doc/postgresql-doc-15/html")
@@ -155,8 +157,7 @@ def plot_synthetic(spec: str, path: Path) -> None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    write_figure(fig, path, dpi=110)
 
 
 def run(args: argparse.Namespace) -> int:

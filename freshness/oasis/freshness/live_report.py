@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from oasis.replay.figures import write_figure
+
 DEFAULT_STATE_DIR = ".oasis"  # as `oasis up` (oasis.cluster.launcher.DEFAULT_STATE_DIR)
 SERIES = "quality.jsonl"
 
@@ -71,8 +73,7 @@ def plot_quality(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     fig.suptitle("Live recall R(t), freshness F(t), M(t) = min(R, F) against the web's ground truth")
     fig.tight_layout()
     path = out / "quality.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    write_figure(fig, path, dpi=110)
     written.append(path)
 
     fig, axes = plt.subplots(len(topics), 1, figsize=(8, 2.4 * len(topics) + 0.6), sharex=True, squeeze=False)
@@ -92,8 +93,7 @@ def plot_quality(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     fig.suptitle("Robots' own estimates (no ground truth) against the truth")
     fig.tight_layout()
     path = out / "estimates.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    write_figure(fig, path, dpi=110)
     written.append(path)
     return written
 

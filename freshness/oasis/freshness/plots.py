@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from oasis.freshness.ephemeral import Model
+from oasis.replay.figures import write_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -37,8 +38,7 @@ def _finish(
     else:
         ax.legend(fontsize=legend_fontsize)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    _plt().close(fig)
+    write_figure(fig, path, dpi=80)
     return path
 
 

@@ -207,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
     from oasis.replay.experiment import Experiment, ExperimentConfig, is_learning, prepare
     from oasis.replay.simulator import ChangeModel
     from oasis.robot.scheduling import SHIPPED, QTable
+    from oasis.runtime.files import FileWriteError, writable_folder
     from oasis.web.corpus import load_corpus
 
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
@@ -258,6 +259,13 @@ def run(args: argparse.Namespace) -> int:
         q_tables = {learners[0]: QTable.load(args.load_q)} if args.load_q else None
     except (ValueError, OSError) as exc:
         return _fail(str(exc))
+    try:  # the outputs are written at the end: an unwritable place is an error now, not after the replay
+        if args.out is not None:
+            writable_folder(args.out)
+        if args.save_q is not None:
+            writable_folder(args.save_q.parent)
+    except FileWriteError as exc:
+        return _fail(str(exc))
     try:
         corpus = load_corpus(args.corpus)
         prepared = prepare(
@@ -298,16 +306,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     results["command"] = "oasis replay " + " ".join(sys.argv[2:]) if len(sys.argv) > 2 else "oasis replay"
-    if args.save_q:
-        experiment.q_tables[learners[0]].save(args.save_q)
-    if args.out is not None:
-        from oasis.replay.plots import write_plots
-        from oasis.runtime.files import write_json_atomic
-
-        args.out.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(args.out / "results.json", results, indent=1)  # a kill mid-write keeps the old file
-        for path in write_plots(results, args.out):
-            logger.info("wrote %s", path)
+    failed = _save_outputs(args, results, experiment.q_tables.get(learners[0]) if learners else None)
     if args.json:
         slim = dict(results)
         slim["policies"] = {
@@ -316,7 +315,35 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(slim))
     else:
         print(format_table(results))
-    return 0
+    for message in failed:
+        print(f"oasis replay: error: {message}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _save_outputs(args: argparse.Namespace, results: dict[str, Any], q: Any) -> list[str]:
+    """Write ``--save-q`` and ``--out`` (results.json, then the plots), each on its own: the disk may fill
+    or turn read-only during a replay, and one output that cannot be written does not stop the others. The
+    errors, each naming its file (the old file, if any, left as it was)."""
+    from oasis.replay.plots import write_plots
+    from oasis.runtime.files import write_json_atomic
+
+    failed: list[str] = []
+    if args.save_q and q is not None:
+        try:
+            q.save(args.save_q)
+        except OSError as exc:
+            failed.append(f"the Q-table was not saved: {exc}")
+    if args.out is not None:
+        try:
+            write_json_atomic(args.out / "results.json", results, indent=1)  # a kill mid-write keeps the old
+        except OSError as exc:
+            failed.append(f"results.json was not saved: {exc}")
+        try:
+            for path in write_plots(results, args.out):
+                logger.info("wrote %s", path)
+        except OSError as exc:
+            failed.append(f"the plots were not all saved: {exc}")
+    return failed
 
 
 def format_table(results: dict[str, Any]) -> str:

@@ -9,6 +9,8 @@ from typing import Any
 
 import matplotlib
 
+from oasis.replay.figures import write_figure
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
@@ -63,8 +65,7 @@ def plot_traversals(results: dict[str, Any], path: Path) -> None:
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    write_figure(fig, path, dpi=90)
 
 
 def plot_order(results: dict[str, Any], policy: str, path: Path, *, key: str = "order") -> None:
@@ -83,8 +84,7 @@ def plot_order(results: dict[str, Any], policy: str, path: Path, *, key: str = "
     ax.legend(fontsize=7, markerscale=3)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    write_figure(fig, path, dpi=90)
 
 
 def plot_rfm(results: dict[str, Any], path: Path) -> None:
@@ -104,8 +104,7 @@ def plot_rfm(results: dict[str, Any], path: Path) -> None:
     axes[0].legend(fontsize=7)
     fig.suptitle(_title(results), fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    write_figure(fig, path, dpi=90)
 
 
 def write_plots(results: dict[str, Any], out: Path, prefix: str = "") -> list[Path]:
@@ -151,8 +150,7 @@ def _save(fig: Any, ax: Any, xlabel: str, ylabel: str | None, title: str, path: 
         ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    write_figure(fig, path, dpi=110)
     logger.info("wrote %s", path)
 
 

@@ -823,14 +823,14 @@ def _config(text: str) -> ControllerConfig:
 
 
 def _out_folder(parser: argparse.ArgumentParser, out: str) -> Path:
-    """``--out``, created before any run (an unwritable folder is a usage error now, not after minutes of
-    replays)."""
-    folder = Path(out)
+    """``--out``, created and written to once before any run (a read-only, full or unwritable folder is a
+    usage error now, not after minutes of replays)."""
+    from oasis.runtime.files import FileWriteError, writable_folder
+
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"cannot create --out {out!r}: {exc}")
-    return folder
+        return writable_folder(out)
+    except FileWriteError as exc:
+        parser.error(f"--out {out!r}: {exc}")
 
 
 def _named_runs(split: str | None, runs: list[int]) -> tuple[tuple[tuple[str, str], ...], list[str]]:

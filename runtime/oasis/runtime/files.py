@@ -107,3 +107,28 @@ def read_json(path: str | os.PathLike[str], what: str = "JSON") -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise JSONFileError(f"{what} file {path} is not valid JSON: {exc}") from exc
+
+
+def writable_folder(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a folder that exists and takes a file now: created with its parents, then a one-page probe
+    file written and removed. A command that writes its results at the end checks its output folder with
+    this before it starts, so a read-only, full or missing-permission disk is a clear error up front, not
+    after the work. :class:`FileWriteError` names the folder (nothing is left behind)."""
+    folder = Path(path)
+    probe = folder / f".oasis-probe.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise FileWriteError(exc.errno, f"cannot write to folder {folder}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            os.write(fd, b"\0" * 4096)  # a full disk refuses the first page, not the empty file
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise FileWriteError(exc.errno, f"cannot write to folder {folder}: {exc.strerror or exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+    return folder

@@ -1,0 +1,159 @@
+"""The replay's outputs on a disk that refuses them: an unwritable, read-only or full place is a clear error
+before the replay where it can be known then, and after it the results are still printed and every file is
+whole or absent (real tmpfs mounts when run as root, as CI does; a regular file in the path otherwise)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from oasis.cli import main
+from oasis.replay import shipped
+from oasis.replay.figures import write_figure
+from oasis.runtime.files import FileWriteError
+
+SYN = "synthetic:pages=200,hosts=4,topics=3,seed=1"
+
+
+def _can_mount() -> str | None:
+    if sys.platform != "linux":
+        return "tmpfs mounts are Linux-only"
+    if os.geteuid() != 0:
+        return "needs root to mount a tmpfs (a read-only and a full disk); run the suite as root"
+    if shutil.which("mount") is None or shutil.which("umount") is None:
+        return "needs mount(8) and umount(8)"
+    return None
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, options: str) -> Iterator[Path]:
+    """A real tmpfs mounted at ``where`` with ``options`` (``ro``; ``size=16k``), unmounted after."""
+    where.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "oasis-test", str(where)], capture_output=True, text=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True)
+
+
+def test_an_unwritable_out_folder_is_an_error_before_the_replay(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"  # a regular file where a folder should be stops root too
+    blocker.write_text("x")
+    args = ["replay", "--corpus", SYN, "--policies", "greedy-anchor", "--no-progress"]
+    assert main([*args, "--out", str(blocker / "out")]) == 2
+    captured = capsys.readouterr()
+    assert f"cannot write to folder {blocker / 'out'}" in captured.err
+    assert captured.out == ""  # no replay ran: nothing printed
+    assert main([*args, "--save-q", str(blocker / "q.json")]) == 2  # (one learner is checked first)
+    assert "exactly one learning policy" in capsys.readouterr().err
+    assert (
+        main(["replay", "--corpus", SYN, "--policies", "whittle", "--save-q", str(blocker / "q.json")]) == 2
+    )
+    assert f"cannot write to folder {blocker}" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no probe file left anywhere
+
+
+def test_shipped_commands_check_their_out_folder_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(SystemExit) as info:
+        shipped.main(["orders", "--out", str(blocker / "o"), "--runs", "0"])
+    assert info.value.code == 2
+    assert "cannot write to folder" in capsys.readouterr().err
+
+
+def test_write_figure_writes_a_whole_png_and_closes_the_figure(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    write_figure(fig, tmp_path / "plot.png", dpi=50)
+    data = (tmp_path / "plot.png").read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+    assert not plt.fignum_exists(fig.number)  # closed
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    fig2, _ = plt.subplots()
+    with pytest.raises(FileWriteError, match=r"cannot write .*not-a-dir/plot\.png"):
+        write_figure(fig2, blocker / "plot.png", dpi=50)
+    assert not plt.fignum_exists(fig2.number)  # closed even when the write fails
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-dir", "plot.png"]
+
+
+@pytest.mark.skipif(_can_mount() is not None, reason=str(_can_mount()))
+def test_a_read_only_disk_is_an_error_before_the_replay(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with tmpfs(tmp_path / "ro", "ro") as ro:
+        args = ["replay", "--corpus", SYN, "--policies", "greedy-anchor,whittle", "--no-progress"]
+        assert main([*args, "--out", str(ro / "out")]) == 2
+        captured = capsys.readouterr()
+        assert "Read-only file system" in captured.err and str(ro / "out") in captured.err
+        assert captured.out == ""
+        assert main([*args, "--save-q", str(ro / "q.json")]) == 2
+        assert "Read-only file system" in capsys.readouterr().err
+        with pytest.raises(SystemExit):
+            shipped.main(["evaluate", "--split", "holdout-5", "--out", str(ro / "e")])
+        assert "Read-only file system" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(_can_mount() is not None, reason=str(_can_mount()))
+def test_a_disk_that_fills_keeps_the_results_printed_and_no_file_half_written(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # 16 KiB: room for the up-front probe and a small Q-table, not for results.json (~12 KiB) beside it nor
+    # for the plots (20-30 KiB each)
+    with tmpfs(tmp_path / "full", "size=16k") as full:
+        out = full / "out"
+        code = main(
+            [
+                "replay",
+                "--corpus",
+                SYN,
+                "--policies",
+                "greedy-anchor,whittle",
+                "--traversals",
+                "2",
+                "--out",
+                str(out),
+                "--save-q",
+                str(full / "q.json"),
+                "--no-progress",
+            ]
+        )
+        captured = capsys.readouterr()
+        assert code == 1
+        assert "whittle" in captured.out and "greedy-anchor" in captured.out  # the results, printed anyway
+        assert "No space left on device" in captured.err
+        assert f"cannot write {out / 'traversals.png'}" in captured.err  # each failure names its file
+        # every file there is whole: the Q-table that fitted reads back; nothing truncated, no temp file
+        from oasis.robot.scheduling import QTable
+
+        written = sorted(p.name for p in full.rglob("*") if p.is_file())
+        assert all(not name.startswith(".") for name in written), written
+        if (full / "q.json").exists():
+            assert len(QTable.load(full / "q.json").rows()) > 0
+        else:
+            assert "the Q-table was not saved" in captured.err
+        for png in out.glob("*.png"):
+            assert png.read_bytes().endswith(b"IEND\xaeB`\x82")  # a complete PNG or none
+        if not (out / "results.json").exists():
+            assert "results.json was not saved" in captured.err
