@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-29 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-30 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -227,21 +227,26 @@ TRAINING = (
     ("debian:python-can-doc", "socketcan virtual interfaces hardware interfaces"),
     ("debian:python-pygments-doc", "lexers writing your own lexer lexer development"),
     ("debian:python-pygments-doc", "formatters html terminal output styles"),
+    # session 24: holdout-29 was run once with session 23's robot unchanged, paired
+    ("debian:python-taurus-doc", "plots trend zooming panning plot configuration curves"),
+    ("debian:python-taurus-doc", "taurusgui panels perspectives synoptic panels"),
+    ("debian:python-hypothesis-doc", "stateful testing rule based state machines"),
+    ("debian:python-hypothesis-doc", "settings health checks example database reproducing failures"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-28 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 124-127: four runs each, in
-# order); holdout-29 is unseen
+# holdout-29 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 128-131: four runs each, in
+# order); holdout-30 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
-    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 29)},
-    # session 24, fixed after holdout-28's single run and before any further design work (docs/replay.md
+    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 30)},
+    # session 24, fixed after holdout-29's single run and before any further design work (docs/replay.md
     # "Session 24"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-29": (
-        ("debian:python-taurus-doc", "plots trend zooming panning plot configuration curves"),
-        ("debian:python-taurus-doc", "taurusgui panels perspectives synoptic panels"),
-        ("debian:python-hypothesis-doc", "stateful testing rule based state machines"),
-        ("debian:python-hypothesis-doc", "settings health checks example database reproducing failures"),
+    "holdout-30": (
+        ("debian:python-sfepy-doc", "solvers linear nonlinear time stepping solving problems in parallel"),
+        ("debian:python-sfepy-doc", "postprocessing probing visualization of results"),
+        ("debian:python-ldap-doc", "search results asynchronous stream processing large searches"),
+        ("debian:python-ldap-doc", "distinguished names filters modify lists"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

@@ -32,7 +32,8 @@
   ``python-requests-doc``; holdout-26 (session 23): ``python-taskflow-doc`` and ``python-click-doc``;
   holdout-27 (session 23): ``python-dipy-doc`` and ``python-eventlet-doc``; holdout-28 (session 23):
   ``python-can-doc`` (at /usr/share/doc/python3-can/html) and ``python-pygments-doc``; holdout-29 (session
-  24): ``python-taurus-doc`` and ``python-hypothesis-doc``.
+  24): ``python-taurus-doc`` and ``python-hypothesis-doc``; holdout-30 (session 24): ``python-sfepy-doc`` and
+  ``python-ldap-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -233,6 +234,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (Taurus, 646 reachable pages) and one small (Hypothesis, 50): docs/replay.md
         _experiment("python-taurus-doc", "taurus"),
         _experiment("python-hypothesis-doc", "hypothesis"),
+        # holdout-30 (session 24), fixed after holdout-29's single run, before any further design work: one
+        # mid-sized web (SfePy, 447 reachable pages) and one small (python-ldap, 25): docs/replay.md
+        _experiment("python-sfepy-doc", "sfepy"),
+        _experiment("python-ldap-doc", "ldap"),
     )
 }
 ALL = "all"
