@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from disk_testmounts import mount_skip_reason, tmpfs
 
 CONFIG = """
 [cluster]
@@ -185,3 +186,63 @@ def test_index_of_a_rejected_file_exits_non_zero_and_two_trees_keep_distinct_url
     status = json.loads(oasis(state, "status", "--json").stdout)
     docs = {s["name"]: s["documents"] for s in status["services"]}
     assert docs["databases"] == 2
+
+
+@pytest.mark.skipif(mount_skip_reason() is not None, reason=str(mount_skip_reason()))
+def test_up_on_a_read_only_or_full_disk_is_one_line_and_leaves_nothing_running(tmp_path: Path) -> None:
+    """Before: on a read-only state folder `oasis up` died with a traceback (OSError from mkdir); on a full
+    one an engine's traceback was the only explanation. Now: one line naming the folder or the index and the
+    reason, exit 1, and no service left running (real tmpfs mounts: read-only, and 64 KiB filled up to 8
+    KiB)."""
+    config = tmp_path / "cluster.toml"
+    config.write_text(CONFIG)
+    with tmpfs(tmp_path / "ro", "ro") as ro:
+        state = ro / "state"
+        done = oasis(state, "up", "--config", str(config), "--no-robots", "--detach")
+        assert done.returncode == 1
+        says = "oasis up: the state folder cannot be used: cannot write to folder"
+        says = f"{says} {state}: Read-only file system"
+        assert done.stderr.strip().splitlines() == [says]
+        assert processes_of(state) == []
+    with tmpfs(tmp_path / "full", "size=64k") as full:
+        state = full / "state"
+        left = 8192  # room for the state folder's probe and lock, not for an engine's index
+        stat = os.statvfs(full)
+        (full / "filler").write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - left))
+        try:
+            done = oasis(state, "up", "--config", str(config), "--no-robots", "--detach")
+            assert done.returncode == 1, done.stdout
+            assert "Traceback" not in done.stderr, done.stderr
+            # the service that met the full disk first (which one depends on the free pages) says in one line
+            # which of its files under the state folder it could not write
+            last = done.stderr.strip().splitlines()[-1]
+            assert last.startswith("error: ") and last.endswith("No space left on device"), done.stderr
+            assert str(state) in last
+            assert processes_of(state) == []  # every service started before it was stopped again
+        finally:
+            _reap_orphans(state)
+
+
+@pytest.mark.skipif(mount_skip_reason() is not None, reason=str(mount_skip_reason()))
+@pytest.mark.parametrize(
+    ("service", "argv", "says"),
+    [
+        ("oasis.directory", ["--port", "0"], "error: "),  # every gRPC service: runtime.service.build_server
+        ("oasis.web", ["--corpus", "synthetic:pages=20"], "error: "),
+        ("oasis.gateway", ["--broker", "127.0.0.1:1", "--port", "0"], "python -m oasis.gateway: "),
+    ],
+)
+def test_a_service_whose_address_file_cannot_be_written_stops_with_one_line(
+    tmp_path: Path, service: str, argv: list[str], says: str
+) -> None:
+    """Before: a traceback (the launcher showed its last lines). Now: the service stops, exit 1, its last line
+    names the file and the reason."""
+    with tmpfs(tmp_path / "ro", "ro") as ro:
+        done = subprocess.run(
+            [sys.executable, "-m", service, *argv, "--address-file", str(ro / "address.json")],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == f"{says}[Errno 30] cannot write {ro / 'address.json'}: Read-only file system"

@@ -4,15 +4,10 @@ whole or absent (real tmpfs mounts when run as root, as CI does; a regular file 
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from disk_testmounts import mount_skip_reason, tmpfs
 
 from oasis.cli import main
 from oasis.replay import shipped
@@ -20,31 +15,6 @@ from oasis.replay.figures import write_figure
 from oasis.runtime.files import FileWriteError
 
 SYN = "synthetic:pages=200,hosts=4,topics=3,seed=1"
-
-
-def _can_mount() -> str | None:
-    if sys.platform != "linux":
-        return "tmpfs mounts are Linux-only"
-    if os.geteuid() != 0:
-        return "needs root to mount a tmpfs (a read-only and a full disk); run the suite as root"
-    if shutil.which("mount") is None or shutil.which("umount") is None:
-        return "needs mount(8) and umount(8)"
-    return None
-
-
-@contextlib.contextmanager
-def tmpfs(where: Path, options: str) -> Iterator[Path]:
-    """A real tmpfs mounted at ``where`` with ``options`` (``ro``; ``size=16k``), unmounted after."""
-    where.mkdir(parents=True, exist_ok=True)
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "oasis-test", str(where)], capture_output=True, text=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True)
 
 
 def test_an_unwritable_out_folder_is_an_error_before_the_replay(
@@ -98,7 +68,7 @@ def test_write_figure_writes_a_whole_png_and_closes_the_figure(tmp_path: Path) -
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-dir", "plot.png"]
 
 
-@pytest.mark.skipif(_can_mount() is not None, reason=str(_can_mount()))
+@pytest.mark.skipif(mount_skip_reason() is not None, reason=str(mount_skip_reason()))
 def test_a_read_only_disk_is_an_error_before_the_replay(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -115,7 +85,7 @@ def test_a_read_only_disk_is_an_error_before_the_replay(
         assert "Read-only file system" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(_can_mount() is not None, reason=str(_can_mount()))
+@pytest.mark.skipif(mount_skip_reason() is not None, reason=str(mount_skip_reason()))
 def test_a_disk_that_fills_keeps_the_results_printed_and_no_file_half_written(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

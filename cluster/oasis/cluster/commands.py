@@ -134,6 +134,7 @@ def _wait_for_signal() -> None:
 def _bring_up(args: argparse.Namespace, robots: bool) -> Cluster | None:
     from oasis.cluster.config import ConfigError, load_config
     from oasis.cluster.launcher import LaunchError, bring_up, bring_up_node
+    from oasis.runtime.files import FileWriteError
 
     try:
         config = load_config(args.config)
@@ -141,7 +142,7 @@ def _bring_up(args: argparse.Namespace, robots: bool) -> Cluster | None:
         if getattr(args, "node", None):
             return bring_up_node(config, args.node, _state_dir(args), robots=robots, timeout=timeout)
         return bring_up(config, _state_dir(args), robots=robots, timeout=timeout)
-    except (ConfigError, LaunchError) as exc:
+    except (ConfigError, LaunchError, FileWriteError) as exc:  # FileWriteError: its record (cluster stopped)
         print(f"oasis up: {exc}", file=sys.stderr)
         return None
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis.cluster.config import QUALITY_FILE, ROBOT_PREFIX, ClusterConfig, NodeConfig
-from oasis.runtime.files import write_json_atomic
+from oasis.runtime.files import FileWriteError, writable_folder, write_json_atomic
 from oasis.runtime.rpc import health_status
 from oasis.runtime.spawn import SpawnError, log_tail, spawn_service
 
@@ -139,9 +139,15 @@ class StateDirLock:
     """An exclusive ``flock`` on ``STATE_DIR/lock`` (released when the holder exits, even by kill -9)."""
 
     def __init__(self, state_dir: Path) -> None:
-        state_dir.mkdir(parents=True, exist_ok=True)
+        try:  # a read-only, full or unwritable state folder is one clear line, before any service starts
+            writable_folder(state_dir)
+        except FileWriteError as exc:
+            raise LaunchError(f"the state folder cannot be used: {exc.strerror or exc}") from None
         self.path = state_dir / LOCK_FILE
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise LaunchError(f"cannot open {self.path}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -151,8 +157,12 @@ class StateDirLock:
                 f"a cluster is already starting or running in {state_dir} (`oasis up` pid {holder} holds "
                 f"{self.path}): one cluster per state folder; `oasis down --state-dir {state_dir}` first"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            os.close(fd)
+            raise LaunchError(f"cannot write {self.path}: {exc.strerror or exc}") from None
         self._fd: int | None = fd
 
     def release(self) -> None:
@@ -439,13 +449,13 @@ def bring_up(
             robots_up = functools.partial(start_robots, cluster, config, timeout=timeout, log_level=log_level)
             wave.append(robots_up)
         in_parallel(wave)  # the gateway (needs the broker) and the robots (need the engines and the web)
+        planned = ["directory", *(t.name for t in config.topics), "broker", "replayed-web", "gateway"]
+        planned += [f"{ROBOT_PREFIX}{t.name}" for t in config.topics]
+        cluster.services.sort(key=lambda r: planned.index(r.name) if r.name in planned else len(planned))
+        cluster.save()  # (a disk that fills now stops the cluster too: no services without their record)
     except BaseException:
         cluster.down(grace=5.0)
         raise
-    planned = ["directory", *(t.name for t in config.topics), "broker", "replayed-web", "gateway"]
-    planned += [f"{ROBOT_PREFIX}{t.name}" for t in config.topics]
-    cluster.services.sort(key=lambda r: planned.index(r.name) if r.name in planned else len(planned))
-    cluster.save()
     return cluster
 
 

@@ -115,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (IndexBusy, IndexDamaged, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a full, read-only or unwritable disk under the index: one line, not a traceback
+        print(f"error: cannot open the index at {config.index_dir}: {exc}", file=sys.stderr)
+        return 1
     registration = None
     try:
         servicer = EngineServicer(index, config)

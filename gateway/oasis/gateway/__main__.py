@@ -20,7 +20,7 @@ import uvicorn
 
 from oasis.gateway.app import GatewayConfig, create_app
 from oasis.runtime.clients import BrokerClient
-from oasis.runtime.files import write_json_atomic
+from oasis.runtime.files import FileWriteError, write_json_atomic
 from oasis.runtime.logs import add_log_arguments
 from oasis.runtime.service import add_advertise_argument, advertised_address, configure_logging
 
@@ -68,6 +68,7 @@ class GatewayServer(uvicorn.Server):
         super().__init__(config)
         self._address = address
         self._address_file = address_file
+        self.failed: str | None = None  # why it stopped at start (its address file could not be written)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
@@ -76,7 +77,11 @@ class GatewayServer(uvicorn.Server):
             if self._address_file is not None:
                 # its Prometheus metrics are GET /metrics on the same HTTP address
                 info = {"address": self._address, "pid": os.getpid(), "metrics": self._address}
-                write_json_atomic(self._address_file, info)
+                try:
+                    write_json_atomic(self._address_file, info)
+                except FileWriteError as exc:  # a full or read-only disk: stop, and say so in one line
+                    self.failed = str(exc)
+                    self.should_exit = True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -130,6 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.run(sockets=[sock])
     finally:
         broker.close()
+    if server.failed is not None:
+        print(f"python -m oasis.gateway: {server.failed}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -30,7 +30,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from oasis.runtime.files import write_json_atomic
+from oasis.runtime.files import FileWriteError, write_json_atomic
 from oasis.runtime.logs import add_log_arguments
 from oasis.runtime.logs import configure_logging as configure_logging  # re-exported: entry points use it
 from oasis.runtime.metrics import (
@@ -407,7 +407,13 @@ def build_server(
             metrics_port = split_host_port(metrics.address)[1]
             advertised_host = split_host_port(address)[0]
             extra["metrics"] = join_host_port(advertised_host, metrics_port or 0)
-        write_address_file(config.address_file, running.address, os.getpid(), extra, bound=bound)
+        try:
+            write_address_file(config.address_file, running.address, os.getpid(), extra, bound=bound)
+        except (
+            FileWriteError
+        ) as exc:  # a full or read-only disk: one line (the launcher shows it), not a trace
+            running.stop(grace=0)
+            raise SystemExit(f"error: {exc}") from None
     logger.info("serving %s on %s (advertised as %s)", ", ".join(names), bound, running.address)
     return running
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from oasis.runtime.files import write_json_atomic
+from oasis.runtime.files import FileWriteError, write_json_atomic
 from oasis.runtime.logs import add_log_arguments
 from oasis.web.corpus import CorpusError, load_corpus
 from oasis.web.living import ChangeRates, LivingWeb, TruthServer
@@ -77,11 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             ).start()
             info.update(truth=truth.address, token=truth.token, rates=asdict(rates))
             living.start()
-        if args.address_file is not None:
-            write_address_file(args.address_file, info)
-        logger.info("serving %s: %s", corpus.name, json.dumps(info["hosts"]))
         try:
+            if args.address_file is not None:
+                write_address_file(args.address_file, info)
+            logger.info("serving %s: %s", corpus.name, json.dumps(info["hosts"]))
             wait_until_set(done)
+        except FileWriteError as exc:  # a full or read-only disk: one line (the launcher shows it)
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         finally:
             if living is not None and truth is not None:
                 living.stop()
