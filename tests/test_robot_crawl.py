@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 from pathlib import Path
 
 import pytest
+from disk_testmounts import mount_skip_reason, tmpfs
 from robot_testweb import (
     LocalEngine,
     LocalWeb,
@@ -277,3 +279,43 @@ def test_recall_estimate_comes_from_the_controller_and_old_estimates_are_ignored
         assert [d[:2] for d in written["controller"]["docs"]] == [d[:2] for d in old["controller"]["docs"]]
     finally:
         client.close()
+
+
+@pytest.mark.skipif(mount_skip_reason() is not None, reason=str(mount_skip_reason()))
+def test_a_full_disk_under_the_state_folder_does_not_stop_the_crawl(
+    engine: LocalEngine, tmp_path: Path
+) -> None:
+    """Before: the first checkpoint that hit a full disk ended the indexer thread ("indexer thread failed"),
+    the crawl stopped and nothing after it reached the engine. Now: the checkpoint is counted as not written
+    (``checkpoint_write``), the crawl goes on and every fetched page is indexed; the state folder holds no
+    half-written file (real tmpfs, 64 KiB filled to its last page)."""
+    web = LocalWeb().start()
+    try:
+        web.routes["/robots.txt"] = page("User-agent: *\nDisallow:\n", ctype="text/plain")
+        links = [f"/p{i}.html|sql page {i}" for i in range(24)]
+        web.routes["/"] = page(html("home", "sql database", links))
+        for i in range(24):
+            web.routes[f"/p{i}.html"] = page(html(f"page {i}", f"sql table index number{i}"))
+        with tmpfs(tmp_path / "disk", "size=64k") as disk:
+            state = disk / "state"
+            state.mkdir()
+            stat = os.statvfs(disk)
+            (disk / "filler").write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - 4096))
+            crawler, client = make_crawler(
+                engine, tmp_path, state_dir=state, checkpoint_interval=3, allowed_hosts=frozenset({web.host})
+            )
+            try:
+                crawler.add_seeds([web.url("/")])
+                status = crawler.run(timeout=60)
+            finally:
+                crawler.close()
+                client.close()
+            assert status.pages_fetched == 25
+            assert status.errors.get("checkpoint_write", 0) >= 1
+            assert status.errors.get("internal", 0) == 0
+            assert crawler.pages_indexed == 25  # every page reached the engine after the failed checkpoints
+            leftovers = [p.name for p in state.iterdir()]
+            assert all(not name.startswith(".") for name in leftovers), leftovers  # no temp file left
+        assert search(engine, "number23") == [web.url("/p23.html")]
+    finally:
+        web.stop()
