@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
@@ -276,12 +276,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     logger.info("evaluating every %.1f s into %s", args.interval, out)
     while not done.is_set():
         started = time.monotonic()
-        try:
-            append_row(out, evaluator.evaluate())
-        except (NoCluster, ServiceError, requests.RequestException, KeyError, ValueError) as exc:
-            logger.warning("evaluation skipped: %s", exc)
+        sample_once(out, evaluator.evaluate)
         done.wait(max(0.05, args.interval - (time.monotonic() - started)))
     return 0
+
+
+def sample_once(out: Path, evaluate: Callable[[], Mapping[str, Any]]) -> bool:
+    """Evaluate once and append the sample to ``out``; an evaluation that fails (no cluster yet, a service
+    down) or a sample the disk refuses (full, read-only) is logged and skipped, and the next one is tried:
+    the evaluator outlives both. True when a sample was written."""
+    try:
+        row = evaluate()
+    except (NoCluster, ServiceError, requests.RequestException, KeyError, ValueError) as exc:
+        logger.warning("evaluation skipped: %s", exc)
+        return False
+    try:
+        append_row(out, row)
+    except OSError as exc:
+        logger.warning("quality sample not written to %s: %s", out, exc)
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -21,8 +21,10 @@ docs/living.md): ``{"time", "elapsed", "web": {"pages", "modified", "deleted", "
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,9 +99,23 @@ def collection_quality(
 
 
 def append_row(path: Path, row: Mapping[str, Any]) -> None:
-    """Append one sample to the series (one write of one line)."""
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(row, separators=(",", ":")) + "\n")
+    """Append one sample to the series (one line). A write that fails part way (a full or read-only disk)
+    is cut back off before the error is raised, so the next sample starts a line of its own and no torn
+    line takes it down too."""
+    data = (json.dumps(row, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
 
 
 def read_series(path: Path) -> list[dict[str, Any]]:
