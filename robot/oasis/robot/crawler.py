@@ -50,7 +50,7 @@ from oasis.robot.politeness import Politeness, ip_literal
 from oasis.robot.processor import Known, Parsed, Processed, ResponseProcessor
 from oasis.robot.scheduling import FetchOutcome, RequestController
 from oasis.robot.scheduling.recrawl import WhittleRecrawl
-from oasis.runtime.files import FileWriteError, write_json_atomic
+from oasis.runtime.files import write_json_atomic
 from oasis.runtime.urls import InvalidURL, canonicalize, host_of
 
 logger = logging.getLogger(__name__)
@@ -762,8 +762,9 @@ class Crawler:
                         return
                     try:
                         self._write_snapshot(it)
-                    except FileWriteError as exc:  # a full or read-only disk: the crawl goes on, the older
-                        # checkpoint (whole: atomic writes) stays; counted and retried at the next one
+                    except OSError as exc:
+                        # a full or read-only disk: the crawl goes on, the older checkpoint (whole: atomic
+                        # writes) stays; counted, and tried again at the next one
                         with self._lock:
                             self.errors["checkpoint_write"] += 1
                             first = self.errors["checkpoint_write"] == 1

@@ -409,9 +409,8 @@ def build_server(
             extra["metrics"] = join_host_port(advertised_host, metrics_port or 0)
         try:
             write_address_file(config.address_file, running.address, os.getpid(), extra, bound=bound)
-        except (
-            FileWriteError
-        ) as exc:  # a full or read-only disk: one line (the launcher shows it), not a trace
+        except FileWriteError as exc:
+            # a full or read-only disk: the service stops with one line (the launcher shows it), no traceback
             running.stop(grace=0)
             raise SystemExit(f"error: {exc}") from None
     logger.info("serving %s on %s (advertised as %s)", ", ".join(names), bound, running.address)
