@@ -1,6 +1,7 @@
-"""The living cluster's quality series (oasis.cluster.quality / evaluator) on a disk that fills: a sample the
+"""The living cluster's quality series (oasis.cluster.quality / evaluator): on a disk that fills, a sample the
 disk refuses is skipped and leaves no torn line, the evaluator goes on, and the next sample after space
-comes back is read (real tmpfs, when the suite runs as root)."""
+comes back is read (real tmpfs, when the suite runs as root); the evaluator's cached r(i) follow the
+engine's model (a real engine)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ from pathlib import Path
 
 import pytest
 from disk_testmounts import mount_skip_reason, tmpfs
+from robot_testweb import LocalEngine
 
-from oasis.cluster.evaluator import sample_once
+from oasis.cluster.evaluator import LiveEvaluator, sample_once
 from oasis.cluster.quality import append_row, read_series
+from oasis.engine.index import Delete, Upsert
+from oasis.runtime.clients import EngineClient
 
 
 def test_rows_append_and_read_back(tmp_path: Path) -> None:
@@ -43,3 +47,44 @@ def test_a_full_disk_skips_a_sample_without_a_torn_line(tmp_path: Path) -> None:
         filler.unlink()  # space again
         assert sample_once(out, lambda: {"t": 2}) is True
         assert read_series(out) == [{"t": 0}, {"t": 2}]
+
+
+def test_a_model_rebuilt_under_a_name_seen_before_is_not_taken_for_the_old_one(
+    engine: LocalEngine, tmp_path: Path
+) -> None:
+    """Under 100 documents the engine rebuilds its relevance model at every size change, and names a model by
+    that size: 3 documents, then 2 (a robot's Score rebuilds it), then 3 again is a second model "3" with
+    other IDF (a deleted page's terms still count until its segment merges). Before: an evaluator that did
+    not sample while the collection had 2 kept its cached scores from the first "3" (a flaky recall in the
+    living-cluster test). Now it scores a few cached pages again each sample and drops the cache when one
+    differs: its r(i) is the engine's now."""
+    index = engine.index
+
+    def up(seq: int, url: str, text: str) -> Upsert:
+        return Upsert(seq=seq, url=url, title="", text=text, fetch_time=1.0, relevance=0.5)
+
+    index.apply([up(1, "http://a/1", "sql database query"), up(2, "http://a/2", "sql table index")])
+    index.apply([up(3, "http://a/3", "cake recipe")])
+    index.stats()  # (a read commits what was applied)
+    texts = {
+        "http://w/1": "sql database transaction table",
+        "http://w/2": "query index sql",
+        "http://w/3": "transaction",
+    }
+    pages = {url: (1, 0.0) for url in texts}
+    evaluator = LiveEvaluator(tmp_path, min_relevance=0.15)
+    evaluator._texts = {(url, 1): ("", text) for url, text in texts.items()}
+    client = EngineClient(engine.address)
+    try:
+        first = evaluator._scores("databases", client, pages)
+        index.apply([Delete(seq=4, url="http://a/3")])
+        index.stats()
+        index.score([("", "sql")])  # a robot scores a page: the model is rebuilt at 2 documents
+        index.apply([up(5, "http://a/4", "sql sql query transaction")])
+        index.stats()
+        now, model = client.score_with_model([("", texts[url]) for url in texts])
+        assert model == evaluator._model["databases"] == 3  # the same name as the cached model's ...
+        assert now != [first[url] for url in texts]  # ... and other scores
+        assert evaluator._scores("databases", client, pages) == dict(zip(texts, now, strict=True))
+    finally:
+        client.close()

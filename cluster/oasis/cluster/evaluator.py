@@ -9,8 +9,9 @@ Each period the evaluator
    and, for page versions it has not seen, their text (``POST /texts``);
 3. scores each new version with each topic engine's own relevance model (``Engine.Score``; cached per page
    version while the engine's model is the one that scored it: each reply names its model by the collection
-   size its IDF was built from, and a sample with no new version scores one cached page to learn whether
-   the model changed), so r(i) is the topic scoring function of papers/004;
+   size its IDF was built from, and every sample scores a few cached pages again, since a model rebuilt at
+   a size seen before has the same name and other scores), so r(i) is the topic scoring function of
+   papers/004;
 4. lists what each engine actually holds (``Engine.ListDocuments``: URL, fetch time, stored relevance; read
    right after the ground truth, before any text is fetched or scored, so that a page re-crawled while the
    sample is being scored is not counted fresh in a sample whose time is before that re-crawl) and
@@ -88,6 +89,9 @@ def truth_client(cluster: Cluster) -> TruthClient | None:
         if s.extra.get("truth") and s.extra.get("token"):
             return TruthClient(str(s.extra["truth"]), str(s.extra["token"]))
     return None
+
+
+PROBES = 3  # cached pages scored again at every sample, to tell a model rebuilt under the same name
 
 
 class LiveEvaluator:
@@ -171,16 +175,23 @@ class LiveEvaluator:
         cache that copied the engine's rule from the outside drifted from it: session 12)."""
         keys = [(u, v) for u, (v, _) in pages.items() if (u, v) in self._texts]
         cache = self._relevance.setdefault(topic, {})
-        ask = [k for k in keys if k not in cache] or keys[:1]  # one page at least: its reply names the model
+        # the new versions, and a few cached ones scored again: a model rebuilt at the same collection size
+        # (under 100 documents the engine rebuilds at every size change, so 40 -> 39 -> 40 names two models
+        # "40") shows as a cached score that differs from the engine's now (the same model: the same float)
+        probe = [k for k in keys if k in cache][:PROBES]
+        ask = [k for k in keys if k not in cache] + probe
         if ask:
             scores, model = client.score_with_model([self._texts[k] for k in ask])
-            if model != self._model.get(topic) or model < 0:  # scores of another model: dropped
+            fresh = dict(zip(ask, scores, strict=True))
+            same = model == self._model.get(topic) and model >= 0 and all(fresh[k] == cache[k] for k in probe)
+            if not same:  # scores of another model: dropped
                 self._relevance[topic] = cache = {}
                 if len(ask) < len(keys):  # score every page under the new model
                     ask = keys
                     scores, model = client.score_with_model([self._texts[k] for k in ask])
+                    fresh = dict(zip(ask, scores, strict=True))
                 self._model[topic] = model
-            cache.update(zip(ask, scores, strict=True))
+            cache.update(fresh)
         return {u: cache.get((u, v), 0.0) for u, (v, _) in pages.items()}
 
     def _topic(
