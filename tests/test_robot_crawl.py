@@ -25,7 +25,7 @@ from robot_testweb import (
 
 from oasis.robot import fetcher as f
 from oasis.robot.config import RobotConfig
-from oasis.robot.crawler import Crawler
+from oasis.robot.crawler import Crawler, CrawlStatus
 from oasis.robot.engine_client import connect_engine
 from oasis.robot.scheduling import Discovered, FetchOutcome, make_controller
 from oasis.runtime.clients import EngineClient
@@ -47,6 +47,16 @@ def search(engine: LocalEngine, query: str) -> list[str]:
             engine_pb2.SearchRequest(query=query, limit=10), timeout=10
         )
     return [h.url for h in reply.hits]
+
+
+def crawl(crawler: Crawler, client: EngineClient, seed: str, timeout: float = 60.0) -> CrawlStatus:
+    """Crawl from ``seed`` until done (or ``timeout``), then close the crawler and its engine client."""
+    try:
+        crawler.add_seeds([seed])
+        return crawler.run(timeout=timeout)
+    finally:
+        crawler.close()
+        client.close()
 
 
 def make_crawler(engine: LocalEngine, tmp_path: Path, **overrides: object) -> tuple[Crawler, EngineClient]:
@@ -227,12 +237,7 @@ def test_recrawl_detects_modifications_and_updates_the_engine(engine: LocalEngin
             "whittle", rng=random.Random(3), recrawl_index=WhittleRecrawl(period=0.05)
         )
         crawler = Crawler(config, controller, client)
-        try:
-            crawler.add_seeds([web.url("/")])
-            status = crawler.run(timeout=60)
-        finally:
-            crawler.close()
-            client.close()
+        status = crawl(crawler, client, web.url("/"))
         assert status.pages_fetched == 14
         assert status.kinds["modified"] >= 1 and status.kinds["unchanged"] >= 1
         news = web.paths().count("/news.html")
@@ -304,12 +309,7 @@ def test_a_full_disk_under_the_state_folder_does_not_stop_the_crawl(
             crawler, client = make_crawler(
                 engine, tmp_path, state_dir=state, checkpoint_interval=3, allowed_hosts=frozenset({web.host})
             )
-            try:
-                crawler.add_seeds([web.url("/")])
-                status = crawler.run(timeout=60)
-            finally:
-                crawler.close()
-                client.close()
+            status = crawl(crawler, client, web.url("/"))
             assert status.pages_fetched == 25
             assert status.errors.get("checkpoint_write", 0) >= 1
             assert status.errors.get("internal", 0) == 0
