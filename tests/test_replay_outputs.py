@@ -36,17 +36,6 @@ def test_an_unwritable_out_folder_is_an_error_before_the_replay(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no probe file left anywhere
 
 
-def test_shipped_commands_check_their_out_folder_first(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("x")
-    with pytest.raises(SystemExit) as info:
-        shipped.main(["orders", "--out", str(blocker / "o"), "--runs", "0"])
-    assert info.value.code == 2
-    assert "cannot write to folder" in capsys.readouterr().err
-
-
 def test_write_figure_writes_a_whole_png_and_closes_the_figure(tmp_path: Path) -> None:
     import matplotlib
 
