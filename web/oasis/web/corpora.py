@@ -33,7 +33,7 @@
   holdout-27 (session 23): ``python-dipy-doc`` and ``python-eventlet-doc``; holdout-28 (session 23):
   ``python-can-doc`` (at /usr/share/doc/python3-can/html) and ``python-pygments-doc``; holdout-29 (session
   24): ``python-taurus-doc`` and ``python-hypothesis-doc``; holdout-30 (session 24): ``python-sfepy-doc`` and
-  ``python-ldap-doc``.
+  ``python-ldap-doc``; holdout-31 (session 25): ``python-mpi4py-doc`` and ``python-nitime-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -238,6 +238,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (SfePy, 447 reachable pages) and one small (python-ldap, 25): docs/replay.md
         _experiment("python-sfepy-doc", "sfepy"),
         _experiment("python-ldap-doc", "ldap"),
+        # holdout-31 (session 25), fixed after holdout-30's single run, before any further design work: one
+        # mid-sized web (mpi4py, MPI for Python) and one small (nitime): docs/replay.md
+        _experiment("python-mpi4py-doc", "mpi4py"),
+        _experiment("python-nitime-doc", "nitime"),
     )
 }
 ALL = "all"
