@@ -230,6 +230,30 @@ def test_reopen_keeps_documents_and_second_owner_is_refused(tmp_path: Path) -> N
     again.close()
 
 
+def test_every_model_build_has_its_own_name_across_rebuilds_and_reopens(tmp_path: Path) -> None:
+    """A Score reply names the model's build, and a cache of scores (the living cluster's evaluator) is kept
+    while that name is the engine's, so no two builds may share one: not a rebuild at a collection size seen
+    before (1 -> 2 -> 1 documents), not the same index reopened (another process's builds)."""
+    ix = TopicIndex.open(tmp_path / "ix", TOPIC)
+    names = []
+    for ops in (
+        [up(1, "http://a.org/1", "rocket")],
+        [up(2, "http://a.org/2", "orbit")],
+        [Delete(seq=3, url="http://a.org/2")],
+    ):
+        ix.apply(ops)
+        ix.stats()  # (a read commits what was applied; the next model is rebuilt from it)
+        _, model = ix.score_with_model([("", "rocket")])
+        names.append((model.n_docs, model.build))
+    ix.close()
+    again = TopicIndex.open(tmp_path / "ix", TOPIC)
+    _, model = again.score_with_model([("", "rocket")])
+    names.append((model.n_docs, model.build))
+    again.close()
+    assert [n for n, _ in names] == [1, 2, 1, 1]  # two sizes seen twice ...
+    assert len({b for _, b in names}) == 4 and all(names)  # ... four builds, four names
+
+
 def test_leftovers_of_a_dead_writer_are_cleared(tmp_path: Path) -> None:
     d = tmp_path / "ix"
     ix = TopicIndex.open(d, TOPIC)

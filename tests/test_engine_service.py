@@ -196,7 +196,8 @@ def test_score_topic_and_summary(engine: Engine) -> None:
     reply = engine.stub.Score(engine_pb2.ScoreRequest(pages=pages), timeout=TIMEOUT)
     model = engine.index.relevance_model()
     assert list(reply.relevance) == pytest.approx([model.score("Rocket", "rocket to orbit"), 0.0])
-    assert reply.model_documents == model.n_docs  # the model that scored them, named by its IDF collection
+    assert reply.model_documents == model.n_docs  # the model that scored them: its IDF collection's size ...
+    assert reply.model == model.build != ""  # ... and its build
     assert reply.relevance[0] > 0.5
     topic = engine.stub.GetTopic(engine_pb2.GetTopicRequest(), timeout=TIMEOUT)
     assert (topic.name, topic.description, list(topic.keywords)) == (

@@ -56,8 +56,8 @@ def test_a_model_rebuilt_under_a_name_seen_before_is_not_taken_for_the_old_one(
     that size: 3 documents, then 2 (a robot's Score rebuilds it), then 3 again is a second model "3" with
     other IDF (a deleted page's terms still count until its segment merges). Before: an evaluator that did
     not sample while the collection had 2 kept its cached scores from the first "3" (a flaky recall in the
-    living-cluster test). Now it scores a few cached pages again each sample and drops the cache when one
-    differs: its r(i) is the engine's now."""
+    living-cluster test). Now every Score reply names the model's build, a rebuild under the same size is
+    another build, and the evaluator drops its cache: its r(i) is the engine's now."""
     index = engine.index
 
     def up(seq: int, url: str, text: str) -> Upsert:
@@ -83,8 +83,10 @@ def test_a_model_rebuilt_under_a_name_seen_before_is_not_taken_for_the_old_one(
         index.apply([up(5, "http://a/4", "sql sql query transaction")])
         index.stats()
         now, model = client.score_with_model([("", texts[url]) for url in texts])
-        assert model == evaluator._model["databases"] == 3  # the same name as the cached model's ...
-        assert now != [first[url] for url in texts]  # ... and other scores
+        cached = evaluator._model["databases"]
+        assert index.relevance_model().n_docs == 3  # the same collection size as the cached model's ...
+        assert now != [first[url] for url in texts]  # ... other scores ...
+        assert model and cached and model != cached  # ... and another build
         assert evaluator._scores("databases", client, pages) == dict(zip(texts, now, strict=True))
     finally:
         client.close()

@@ -91,9 +91,6 @@ def truth_client(cluster: Cluster) -> TruthClient | None:
     return None
 
 
-PROBES = 3  # cached pages scored again at every sample, to tell a model rebuilt under the same name
-
-
 class LiveEvaluator:
     """One sample per :meth:`evaluate` call (see the module docstring)."""
 
@@ -105,7 +102,7 @@ class LiveEvaluator:
         self._clock = clock
         self._start = clock()
         self._relevance: dict[str, dict[tuple[str, int], float]] = {}  # topic -> (url, version) -> r
-        self._model: dict[str, int] = {}  # topic -> the model that scored the cache (its IDF collection size)
+        self._model: dict[str, str] = {}  # topic -> the model build that scored the cache
         self._texts: dict[tuple[str, int], tuple[str, str]] = {}
         self._last: dict[str, tuple[float, float]] = {}  # topic -> (time, M) of the previous sample
         self._P: dict[str, float] = {}
@@ -171,19 +168,17 @@ class LiveEvaluator:
     ) -> dict[str, float]:
         """r(i) of each live page's current version under the engine's model now. The engine takes IDF from
         its own collection and rebuilds it when the collection changed size (by a quarter); every Score reply
-        names the model that scored it, and cached scores are kept only while that model is the same (a
-        cache that copied the engine's rule from the outside drifted from it: session 12)."""
+        names the build of the model that scored it, and cached scores are kept only while that build is the
+        engine's (a cache that copied the engine's rule from the outside drifted from it: session 12; one
+        keyed by the collection size took a model rebuilt at a size seen before for the old one: session
+        24). The build is asked for at every sample, with the new versions or with one cached page."""
         keys = [(u, v) for u, (v, _) in pages.items() if (u, v) in self._texts]
         cache = self._relevance.setdefault(topic, {})
-        # the new versions, and a few cached ones scored again: a model rebuilt at the same collection size
-        # (under 100 documents the engine rebuilds at every size change, so 40 -> 39 -> 40 names two models
-        # "40") shows as a cached score that differs from the engine's now (the same model: the same float)
-        probe = [k for k in keys if k in cache][:PROBES]
-        ask = [k for k in keys if k not in cache] + probe
+        ask = [k for k in keys if k not in cache] or keys[:1]
         if ask:
             scores, model = client.score_with_model([self._texts[k] for k in ask])
             fresh = dict(zip(ask, scores, strict=True))
-            same = model == self._model.get(topic) and model >= 0 and all(fresh[k] == cache[k] for k in probe)
+            same = bool(model) and model == self._model.get(topic)
             if not same:  # scores of another model: dropped
                 self._relevance[topic] = cache = {}
                 if len(ask) < len(keys):  # score every page under the new model

@@ -32,6 +32,7 @@ import logging
 import math
 import os
 import pickle
+import secrets
 import shutil
 import threading
 import time
@@ -39,7 +40,7 @@ import zlib
 from array import array
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -703,6 +704,8 @@ class TopicIndex:
         self._closed = False
         self._model_lock = threading.Lock()
         self._model_stale = False
+        self._instance = secrets.token_hex(4)  # names this opening's model builds (``RelevanceModel.build``)
+        self._builds = 0
         self._model = self._build_model(self._collection_stats(force=True))
         # the write-ahead log, and the applier thread that moves logged batches into Whoosh commits
         self._wal = wal
@@ -1280,11 +1283,11 @@ class TopicIndex:
         for indexing the same text soon after (a robot scores a page, then indexes it)."""
         return self.score_with_model(pages)[0]
 
-    def score_with_model(self, pages: Iterable[tuple[str, str]]) -> tuple[list[float], int]:
-        """:meth:`score`, and the collection size the model scoring them was built from (one model for the
-        whole call): equal sizes, equal scores for the same text."""
+    def score_with_model(self, pages: Iterable[tuple[str, str]]) -> tuple[list[float], RelevanceModel]:
+        """:meth:`score`, and the model that scored them all (its ``build`` names it: the same build, the
+        same score for the same text)."""
         model = self.relevance_model()
-        return [model.score(title, text, remember=True) for title, text in pages], model.n_docs
+        return [model.score(title, text, remember=True) for title, text in pages], model
 
     def stats(self) -> IndexStats:
         self._refresh()
@@ -1379,11 +1382,15 @@ class TopicIndex:
         return stats
 
     def _build_model(self, stats: _CollectionStats) -> RelevanceModel:
+        """The topic model with IDF from ``stats``, named by this opening's instance token and a build count
+        (a rebuild at a collection size seen before is another model: the IDF may differ)."""
         n = stats.documents
         table = idf_table(n, stats.df) if n > 0 else None
-        return RelevanceModel.from_topic(
+        self._builds += 1
+        model = RelevanceModel.from_topic(
             self.topic, table, default_idf=idf(n, 0) if n > 0 else None, n_docs=n
         )
+        return replace(model, build=f"{self._instance}.{self._builds}")
 
     def _remove_scratch(self) -> None:
         storage = self._ix.storage

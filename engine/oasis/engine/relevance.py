@@ -90,6 +90,7 @@ class RelevanceModel:
     title_weight: float = DEFAULT_TITLE_WEIGHT
     n_docs: int = 0
     _profile_norm: float = field(default=0.0, repr=False)
+    build: str = ""  # which build of the model this is (the engine's ``Score`` replies name it)
 
     @classmethod
     def from_topic(

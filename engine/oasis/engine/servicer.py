@@ -185,8 +185,8 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"page {i}: text has {len(p.text)} characters, limit {limit}",
                 )
-        scores, model_documents = self._index.score_with_model((p.title, p.text) for p in request.pages)
-        return engine_pb2.ScoreReply(relevance=scores, model_documents=model_documents)
+        scores, model = self._index.score_with_model((p.title, p.text) for p in request.pages)
+        return engine_pb2.ScoreReply(relevance=scores, model_documents=model.n_docs, model=model.build)
 
     def GetTopic(
         self, request: engine_pb2.GetTopicRequest, context: grpc.ServicerContext

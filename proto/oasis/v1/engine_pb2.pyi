@@ -134,12 +134,14 @@ class ScoreRequest(_message.Message):
     def __init__(self, pages: _Optional[_Iterable[_Union[PageText, _Mapping]]] = ...) -> None: ...
 
 class ScoreReply(_message.Message):
-    __slots__ = ("relevance", "model_documents")
+    __slots__ = ("relevance", "model_documents", "model")
     RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     MODEL_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
     relevance: _containers.RepeatedScalarFieldContainer[float]
     model_documents: int
-    def __init__(self, relevance: _Optional[_Iterable[float]] = ..., model_documents: _Optional[int] = ...) -> None: ...
+    model: str
+    def __init__(self, relevance: _Optional[_Iterable[float]] = ..., model_documents: _Optional[int] = ..., model: _Optional[str] = ...) -> None: ...
 
 class GetTopicRequest(_message.Message):
     __slots__ = ()

@@ -165,19 +165,20 @@ class EngineClient(GrpcClient):
         """Topic relevance r(i) in [0, 1] of each (title, text), in calls of at most MAX_SCORE_BATCH pages."""
         return self._score(pages)[0]
 
-    def score_with_model(self, pages: Sequence[tuple[str, str]]) -> tuple[list[float], int]:
-        """:meth:`score`, and the collection size the engine's relevance model was built from: scores of the
-        same text under the same size are equal, so a cache of scores holds while it does. Pages over several
-        calls are scored again (up to three times) until one model scored them all; -1 if none did."""
+    def score_with_model(self, pages: Sequence[tuple[str, str]]) -> tuple[list[float], str]:
+        """:meth:`score`, and the build of the engine's relevance model that scored them all: the same build
+        gives the same score for the same text, so a cache of scores holds while it is the engine's. Pages
+        over several calls are scored again (up to three times) until one build scored them all; "" if none
+        did (or the engine does not name its builds): a cache must not be kept then."""
         for _ in range(3):
             scores, models = self._score(pages)
             if len(models) <= 1:
-                return scores, models.pop() if models else -1
-        return scores, -1
+                return scores, models.pop() if models else ""
+        return scores, ""
 
-    def _score(self, pages: Sequence[tuple[str, str]]) -> tuple[list[float], set[int]]:
+    def _score(self, pages: Sequence[tuple[str, str]]) -> tuple[list[float], set[str]]:
         out: list[float] = []
-        models: set[int] = set()
+        models: set[str] = set()
         for start in range(0, len(pages), MAX_SCORE_BATCH):
             chunk = pages[start : start + MAX_SCORE_BATCH]
             request = engine_pb2.ScoreRequest(
@@ -192,7 +193,7 @@ class EngineClient(GrpcClient):
                     "Score", f"returned {len(reply.relevance)} scores for {len(chunk)} pages", "INTERNAL"
                 )
             out.extend(float(r) for r in reply.relevance)
-            models.add(int(reply.model_documents))
+            models.add(reply.model)
         return out, models
 
     def index(
