@@ -4,6 +4,12 @@ whole or absent (real tmpfs mounts when run as root, as CI does; a regular file 
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +18,7 @@ from disk_testmounts import mount_skip_reason, tmpfs
 from oasis.cli import main
 from oasis.replay import shipped
 from oasis.replay.figures import write_figure
-from oasis.runtime.files import FileWriteError
+from oasis.runtime.files import OUTPUT_LOCK, FileWriteError, FolderLock
 
 SYN = "synthetic:pages=200,hosts=4,topics=3,seed=1"
 
@@ -106,7 +112,7 @@ def test_a_disk_that_fills_keeps_the_results_printed_and_no_file_half_written(
         # every file there is whole: the Q-table that fitted reads back; nothing truncated, no temp file
         from oasis.robot.scheduling import QTable
 
-        written = sorted(p.name for p in full.rglob("*") if p.is_file())
+        written = sorted(p.name for p in full.rglob("*") if p.is_file() and p.name != OUTPUT_LOCK)
         assert all(not name.startswith(".") for name in written), written
         if (full / "q.json").exists():
             assert len(QTable.load(full / "q.json").rows()) > 0
@@ -116,3 +122,50 @@ def test_a_disk_that_fills_keeps_the_results_printed_and_no_file_half_written(
             assert png.read_bytes().endswith(b"IEND\xaeB`\x82")  # a complete PNG or none
         if not (out / "results.json").exists():
             assert "results.json was not saved" in captured.err
+
+
+def test_two_replays_given_one_out_folder_do_not_mix_their_outputs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A replay holds its ``--out`` from its start to its last file: a second run given the same folder while
+    the first is stopped (SIGSTOP) mid-replay is refused at once with the first's pid, and the folder ends
+    holding the first run's outputs only; once it has finished, the folder is free again."""
+    out = tmp_path / "out"
+    replay = ["replay", "--corpus", SYN, "--policies", "greedy-anchor,whittle", "--traversals", "2"]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "oasis.cli", *replay, "--no-progress", "--json", "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        lock = out / OUTPUT_LOCK
+        deadline = time.monotonic() + 60
+        while not (lock.exists() and lock.read_text().strip() == str(first.pid)):
+            assert first.poll() is None and time.monotonic() < deadline, "the first replay did not start"
+            time.sleep(0.01)
+        os.kill(first.pid, signal.SIGSTOP)
+        args = ["replay", "--corpus", SYN, "--policies", "bfs", "--no-progress", "--out", str(out)]
+        assert main(args) == 2
+        captured = capsys.readouterr()
+        assert "another run is writing to this folder" in captured.err and str(first.pid) in captured.err
+        assert captured.out == ""  # refused before its replay
+        os.kill(first.pid, signal.SIGCONT)
+        stdout, stderr = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            os.kill(first.pid, signal.SIGCONT)
+            first.kill()
+            first.communicate()
+    assert first.returncode == 0, stderr.decode()
+    results = json.loads((out / "results.json").read_text())
+    assert sorted(results["policies"]) == ["greedy-anchor", "whittle"]  # the first run's, whole
+    assert json.loads(stdout)["policies"].keys() == results["policies"].keys()
+    assert main(args) == 0  # free again: the lock file left behind is not a held lock
+    assert sorted(json.loads((out / "results.json").read_text())["policies"]) == ["bfs"]
+
+
+def test_a_training_split_tool_refuses_an_out_folder_another_run_holds(tmp_path: Path) -> None:
+    with FolderLock(tmp_path / OUTPUT_LOCK), pytest.raises(SystemExit) as info:
+        shipped.main(["orders", "--out", str(tmp_path), "--runs", "0", "--orders", "2"])
+    assert info.value.code == 2
+    assert not (tmp_path / "orders.json").exists()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,37 @@ def test_writable_folder_reports_a_disk_that_refuses_the_first_page(
         files.writable_folder(tmp_path)
     monkeypatch.undo()
     assert list(tmp_path.iterdir()) == []  # the empty probe file was removed too
+
+
+def test_a_folder_lock_refuses_another_process_and_dies_with_its_holder(tmp_path: Path) -> None:
+    """The one lock of a cluster's state folder, an engine's index and a replay's ``--out``: another process
+    is refused with the holder's pid, a holder killed by SIGKILL leaves a file that is no longer a lock."""
+    path = tmp_path / ".oasis-lock"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from oasis.runtime.files import FolderLock; "
+            "lock = FolderLock(sys.argv[1]); print('held', flush=True); time.sleep(60)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(files.FolderBusy, match=f"held by pid {holder.pid}") as info:
+            files.FolderLock(path)
+        assert info.value.holder == str(holder.pid)
+        with pytest.raises(files.FolderBusy):  # claiming the folder as an output folder meets the same lock
+            files.claim_output_folder(tmp_path)
+    finally:
+        holder.kill()
+        holder.communicate()  # (waits, and closes its pipe)
+    assert path.read_text() == f"{holder.pid}\n"  # left behind by the kill ...
+    with files.FolderLock(path) as lock:  # ... and not a held lock
+        assert path.read_text() == f"{os.getpid()}\n"
+        with pytest.raises(files.FolderBusy):  # one holder at a time, in one process too
+            files.FolderLock(path)
+    assert lock._fd is None and path.read_text() == ""  # released: no stale pid to blame
+    files.claim_output_folder(tmp_path).release()

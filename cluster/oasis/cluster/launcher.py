@@ -15,7 +15,6 @@ cluster's directory and broker.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import itertools
 import json
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis.cluster.config import QUALITY_FILE, ROBOT_PREFIX, ClusterConfig, NodeConfig
-from oasis.runtime.files import FileWriteError, writable_folder, write_json_atomic
+from oasis.runtime.files import FileWriteError, FolderBusy, FolderLock, writable_folder, write_json_atomic
 from oasis.runtime.rpc import health_status
 from oasis.runtime.spawn import SpawnError, log_tail, spawn_service
 
@@ -145,30 +144,17 @@ class StateDirLock:
             raise LaunchError(f"the state folder cannot be used: {exc.strerror or exc}") from None
         self.path = state_dir / LOCK_FILE
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise LaunchError(f"cannot open {self.path}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-            os.close(fd)
+            self._lock = FolderLock(self.path)
+        except FolderBusy as exc:
             raise LaunchError(
-                f"a cluster is already starting or running in {state_dir} (`oasis up` pid {holder} holds "
+                f"a cluster is already starting or running in {state_dir} (`oasis up` pid {exc.holder} holds "
                 f"{self.path}): one cluster per state folder; `oasis down --state-dir {state_dir}` first"
             ) from None
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except OSError as exc:
-            os.close(fd)
-            raise LaunchError(f"cannot write {self.path}: {exc.strerror or exc}") from None
-        self._fd: int | None = fd
+            raise LaunchError(f"cannot lock {self.path}: {exc.strerror or exc}") from None
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor drops the flock
-            self._fd = None
+        self._lock.release()
 
 
 class Cluster:

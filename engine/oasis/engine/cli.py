@@ -31,13 +31,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def _locked(directory: Path) -> Any:
     """The index directory's owner lock, or the exit code after saying why not (2: not a directory, 1: an
     engine holds it)."""
-    from oasis.engine.index import IndexBusy, _OwnerLock
+    from oasis.engine.index import IndexBusy, owner_lock
 
     if not directory.is_dir():
         print(f"error: {directory} is not a directory", file=sys.stderr)
         return 2
     try:
-        return _OwnerLock(directory)
+        return owner_lock(directory)
     except IndexBusy as exc:
         print(f"error: {exc}: stop the engine first", file=sys.stderr)
         return 1

@@ -25,8 +25,6 @@ segments' digests; a commit that fails removes the files it wrote.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import io
 import logging
 import math
@@ -64,6 +62,7 @@ from oasis.engine.snippets import Snippeter, candidate_prefixes
 from oasis.engine.topic import Topic
 from oasis.engine.wal import WriteAheadLog
 from oasis.runtime.bloom import BloomFilter
+from oasis.runtime.files import FolderBusy, FolderLock
 from oasis.runtime.text import FusedPositions, make_analyzer
 from oasis.runtime.urls import InvalidURL, canonicalize
 
@@ -533,30 +532,15 @@ class DurableFileStorage(FileStorage):
         return Path(self.folder) / f"{TMP_PREFIX}{os.getpid()}"
 
 
-class _OwnerLock:
-    """flock on ``oasis-engine.lock`` (pid inside, for messages); released by the kernel when we die."""
-
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / OWNER_LOCK
-        self._fd: int | None = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(self._fd)
-            self._fd = None
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            owner = self.path.read_text().strip() or "unknown"
-            raise IndexBusy(f"index directory {directory} is in use by another engine (pid {owner})") from exc
-        os.ftruncate(self._fd, 0)
-        os.write(self._fd, str(os.getpid()).encode())
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+def owner_lock(directory: Path) -> FolderLock:
+    """The index directory's ``oasis-engine.lock`` (pid inside, for messages); released by the kernel when
+    we die. :class:`IndexBusy` if another engine (or ``oasis-engine check|repair``) holds it."""
+    try:
+        return FolderLock(directory / OWNER_LOCK)
+    except FolderBusy as exc:
+        raise IndexBusy(
+            f"index directory {directory} is in use by another engine (pid {exc.holder})"
+        ) from None
 
 
 def _recover_directory(directory: Path, storage: Storage, lock_timeout: float) -> None:
@@ -662,7 +646,7 @@ class TopicIndex:
         topic: Topic,
         *,
         folder: Path | None = None,
-        owner: _OwnerLock | None = None,
+        owner: FolderLock | None = None,
         limits: IndexLimits | None = None,
         limitmb: int = 256,
         clock: Callable[[], float] = time.time,
@@ -740,7 +724,7 @@ class TopicIndex:
         repairs it (salvaging what is readable) before opening."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        owner = _OwnerLock(directory)
+        owner = owner_lock(directory)
         try:
             storage = DurableFileStorage(str(directory))
             _recover_directory(directory, storage, lock_timeout)

@@ -23,7 +23,11 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oasis.replay.experiment import ExperimentConfig
+    from oasis.robot.scheduling import QTable
 
 logger = logging.getLogger(__name__)
 
@@ -202,13 +206,16 @@ def _fail(msg: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from oasis.replay.experiment import Experiment, ExperimentConfig, is_learning, prepare
+    from oasis.replay.experiment import ExperimentConfig, is_learning
     from oasis.replay.simulator import ChangeModel
     from oasis.robot.scheduling import SHIPPED, QTable
-    from oasis.runtime.files import FileWriteError, writable_folder
-    from oasis.web.corpus import load_corpus
+    from oasis.runtime.files import (
+        FileWriteError,
+        FolderBusy,
+        FolderLock,
+        claim_output_folder,
+        writable_folder,
+    )
 
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     learners = [p for p in policies if is_learning(p)]
@@ -259,13 +266,38 @@ def run(args: argparse.Namespace) -> int:
         q_tables = {learners[0]: QTable.load(args.load_q)} if args.load_q else None
     except (ValueError, OSError) as exc:
         return _fail(str(exc))
+    lock: FolderLock | None = None
     try:  # the outputs are written at the end: an unwritable place is an error now, not after the replay
         if args.out is not None:
-            writable_folder(args.out)
+            lock = claim_output_folder(args.out)
         if args.save_q is not None:
             writable_folder(args.save_q.parent)
+    except FolderBusy as exc:
+        return _fail(f"--out {args.out}: another run is writing to this folder ({exc})")
     except FileWriteError as exc:
+        if lock is not None:
+            lock.release()
         return _fail(str(exc))
+    try:
+        return _replay(args, learners, cfg, q_tables)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _replay(
+    args: argparse.Namespace,
+    learners: list[str],
+    cfg: ExperimentConfig,
+    q_tables: dict[str, QTable] | None,
+) -> int:
+    """The replay itself, its outputs written and its table printed (``run`` has checked the arguments and
+    holds ``--out``)."""
+    from tqdm import tqdm
+
+    from oasis.replay.experiment import Experiment, prepare
+    from oasis.web.corpus import load_corpus
+
     try:
         corpus = load_corpus(args.corpus)
         prepared = prepare(

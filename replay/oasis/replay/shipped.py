@@ -832,15 +832,23 @@ def _config(text: str) -> ControllerConfig:
     return replace(SHIPPED, **{"start": "empty", **json.loads(text)})
 
 
+_HELD: list[Any] = []  # the output folders' locks this command holds (released when ``main`` returns)
+
+
 def _out_folder(parser: argparse.ArgumentParser, out: str) -> Path:
     """``--out``, created and written to once before any run (a read-only, full or unwritable folder is a
-    usage error now, not after minutes of replays)."""
-    from oasis.runtime.files import FileWriteError, writable_folder
+    usage error now, not after minutes of replays), and held for this command (another run given the same
+    folder is a usage error: the two would leave a mix of both)."""
+    from oasis.runtime.files import FileWriteError, FolderBusy, claim_output_folder
 
     try:
-        return writable_folder(out)
+        lock = claim_output_folder(out)
+    except FolderBusy as exc:
+        parser.error(f"--out {out!r}: another run is writing to this folder ({exc})")
     except FileWriteError as exc:
         parser.error(f"--out {out!r}: {exc}")
+    _HELD.append(lock)
+    return Path(out)
 
 
 def _named_runs(split: str | None, runs: list[int]) -> tuple[tuple[tuple[str, str], ...], list[str]]:
@@ -944,6 +952,14 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        while _HELD:
+            _HELD.pop().release()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m oasis.replay.shipped", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compare")

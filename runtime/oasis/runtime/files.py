@@ -8,6 +8,7 @@ file or the new one, never half of one, and once the call returns the new conten
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -132,3 +133,69 @@ def writable_folder(path: str | os.PathLike[str]) -> Path:
         with contextlib.suppress(OSError):
             probe.unlink()
     return folder
+
+
+class FolderBusy(OSError):
+    """Another process holds a :class:`FolderLock` (``holder``: its pid as it wrote it, or "?")."""
+
+    def __init__(self, path: Path, holder: str) -> None:
+        super().__init__(f"{path} is held by pid {holder}")
+        self.path = path
+        self.holder = holder
+
+
+class FolderLock:
+    """An exclusive ``flock`` on the file ``path`` (created if missing), which holds the holder's pid for the
+    message of the next one that tries. The kernel drops it when the holder exits, even by ``kill -9``, so a
+    lock file left behind is never a held lock. :class:`FolderBusy` if another process holds it;
+    :class:`OSError` if the file cannot be opened or written. One job per folder: a cluster's state folder
+    (``oasis up``), an engine's index, a replay's ``--out``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise FolderBusy(self.path, holder) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        """Drop the lock (the pid is cleared first: a reader never sees a pid that no longer holds it)."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+    def __enter__(self) -> FolderLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+OUTPUT_LOCK = ".oasis-lock"
+
+
+def claim_output_folder(path: str | os.PathLike[str]) -> FolderLock:
+    """An output folder for a command that writes its results at the end (``oasis replay --out``, the
+    training-split tools): checked writable now (:func:`writable_folder`) and locked for this run
+    (``OUTPUT_LOCK`` inside), so two runs given the same folder cannot leave it holding a mix of both. The
+    caller releases the lock once its outputs are written (or exits). :class:`FileWriteError` or
+    :class:`FolderBusy`, each naming the folder."""
+    folder = writable_folder(path)
+    try:
+        return FolderLock(folder / OUTPUT_LOCK)
+    except FolderBusy:
+        raise
+    except OSError as exc:
+        raise FileWriteError(exc.errno, f"cannot write to folder {folder}: {exc.strerror or exc}") from exc
