@@ -5,6 +5,7 @@ engine's model (a real engine)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -13,16 +14,17 @@ from disk_testmounts import mount_skip_reason, tmpfs
 from robot_testweb import LocalEngine
 
 from oasis.cluster.evaluator import LiveEvaluator, sample_once
-from oasis.cluster.quality import append_row, read_series
+from oasis.cluster.quality import append_row
 from oasis.engine.index import Delete, Upsert
 from oasis.runtime.clients import EngineClient
+from oasis.runtime.files import read_json_lines
 
 
 def test_rows_append_and_read_back(tmp_path: Path) -> None:
     out = tmp_path / "quality.jsonl"
     for t in range(3):
         append_row(out, {"t": t, "R": 0.5})
-    assert read_series(out) == [{"t": t, "R": 0.5} for t in range(3)]
+    assert read_json_lines(out) == [{"t": t, "R": 0.5} for t in range(3)]
 
 
 @pytest.mark.skipif(mount_skip_reason() is not None, reason=str(mount_skip_reason()))
@@ -46,7 +48,7 @@ def test_a_full_disk_skips_a_sample_without_a_torn_line(tmp_path: Path) -> None:
         assert out.stat().st_size == size
         filler.unlink()  # space again
         assert sample_once(out, lambda: {"t": 2}) is True
-        assert read_series(out) == [{"t": 0}, {"t": 2}]
+        assert read_json_lines(out) == [{"t": 0}, {"t": 2}]
 
 
 def test_a_model_rebuilt_under_a_name_seen_before_is_not_taken_for_the_old_one(
@@ -90,3 +92,31 @@ def test_a_model_rebuilt_under_a_name_seen_before_is_not_taken_for_the_old_one(
         assert evaluator._scores("databases", client, pages) == dict(zip(texts, now, strict=True))
     finally:
         client.close()
+
+
+def test_a_damaged_series_keeps_its_whole_samples_and_oasis_report_plots_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``quality.jsonl`` after a crash or on a damaged disk: garbage bytes (not UTF-8), a block of zeros, a
+    value that is not an object, a row of another shape, a torn last line. Before, ``oasis report`` died on
+    the first (``UnicodeDecodeError``); now every whole sample is read and plotted, the rest skipped."""
+    from oasis.cli import main
+    from oasis.freshness.live_report import read_series
+
+    series = tmp_path / "quality.jsonl"
+
+    def sample(t: float, recall: float) -> dict[str, object]:
+        q = {"recall": recall, "freshness": 0.9, "M": min(recall, 0.9), "P_mean": 0.5, "documents": 4}
+        return {"time": t, "elapsed": t, "web": {"modified": 1}, "topics": {"databases": q}}
+
+    append_row(series, sample(0.0, 0.25))
+    with series.open("ab") as f:
+        f.write(b"\xff\xfe\x80 garbage\n" + b"\0" * 64 + b"\n5\n" + b'{"time": 1, "topics": {"x": 3}}\n')
+    append_row(series, sample(2.0, 0.75))
+    with series.open("ab") as f:
+        f.write(json.dumps(sample(4.0, 1.0)).encode()[:40])  # torn
+    assert [row["time"] for row in read_series(series)] == [0.0, 2.0]
+    out = tmp_path / "plots"
+    assert main(["report", "--state-dir", str(tmp_path), "--out", str(out)]) == 0
+    assert "databases" in capsys.readouterr().out
+    assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("quality.png", "estimates.png"))

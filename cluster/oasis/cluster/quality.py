@@ -118,21 +118,6 @@ def append_row(path: Path, row: Mapping[str, Any]) -> None:
         os.close(fd)
 
 
-def read_series(path: Path) -> list[dict[str, Any]]:
-    """Every complete sample of the series (a torn last line, from a crash mid-write, is skipped)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
 def last_row(path: Path, tail_bytes: int = 1 << 16) -> dict[str, Any] | None:
     """The newest complete sample, reading only the end of the file."""
     try:

@@ -110,6 +110,26 @@ def read_json(path: str | os.PathLike[str], what: str = "JSON") -> Any:
         raise JSONFileError(f"{what} file {path} is not valid JSON: {exc}") from exc
 
 
+def read_json_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every whole JSON object of an append-only series, one per line (the living cluster's
+    ``quality.jsonl``); a line that is not one is skipped, not fatal: a torn last line (a crash mid-append),
+    a block of zeros or garbage bytes (a crash or a damaged disk), a value that is not an object. A missing
+    file is an empty series; another read error (:class:`OSError`) is raised."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    rows = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
 def writable_folder(path: str | os.PathLike[str]) -> Path:
     """``path`` as a folder that exists and takes a file now: created with its parents, then a one-page probe
     file written and removed. A command that writes its results at the end checks its output folder with
