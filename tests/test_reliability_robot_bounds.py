@@ -292,6 +292,14 @@ def test_a_checkpoint_missing_a_section_gives_a_clear_error(engine: LocalEngine,
         path.write_text(json.dumps({"version": 1, "controller": controller}))
         with pytest.raises(RuntimeError, match=r"missing section 'docs'"):
             crawler.resume()
+        for damaged in (
+            b"[1, 2]",
+            b"\xff\xfe not JSON",
+            b"\0" * 4096,
+        ):  # (before: [1, 2] was an AttributeError)
+            path.write_bytes(damaged)
+            with pytest.raises(RuntimeError, match=r"cannot read checkpoint|is not a checkpoint"):
+                crawler.resume()
     finally:
         crawler.close()
         client.close()

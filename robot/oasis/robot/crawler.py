@@ -871,11 +871,16 @@ class Crawler:
             state = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise RuntimeError(f"cannot read checkpoint {path}: {exc}") from exc
+        if not isinstance(state, dict):
+            raise RuntimeError(
+                f"checkpoint {path} is not a checkpoint (a JSON {type(state).__name__}, not an object): "
+                f"move it aside to start the crawl afresh"
+            )
         if state.get("version") != CHECKPOINT_VERSION:
             raise RuntimeError(
                 f"checkpoint {path} has version {state.get('version')}, expected {CHECKPOINT_VERSION}"
             )
-        if not isinstance(state, dict) or "controller" not in state:
+        if "controller" not in state:
             raise RuntimeError(
                 f"checkpoint {path} has no 'controller' section (the request controller's state): it cannot "
                 f"be resumed; move it aside to start the crawl afresh"
