@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,15 @@ def test_qtable_roundtrip_and_index(tmp_path: Path) -> None:
     path.write_text('{"format": "other"}')
     with pytest.raises(ValueError, match="not a Q-table"):
         QTable.load(path)
+    # every damaged table is a ValueError naming its file (before: a bare codec error, a bare float error)
+    for damaged, why in (
+        (b"\xff\xfe\x00", "not UTF-8 text"),
+        (b'{"format": "oasis-qtable/1", "q": {"s": ["x", 1, 2]}}', "could not convert"),
+        (b'{"format": "oasis-qtable/1", "q": {"s": [null, 1, 2]}}', "float"),
+    ):
+        path.write_bytes(damaged)
+        with pytest.raises(ValueError, match=f"cannot load Q-table {re.escape(str(path))}: .*{why}"):
+            QTable.load(path)
     assert math.isfinite(back.index("unknown"))
 
 

@@ -181,9 +181,9 @@ def controller_config_from_dict(data: dict[str, Any], *, source: str) -> Control
 def load_q_table(path: Path) -> QTable:
     """Read a Q-table file; ValueError naming the file if it is unreadable or not a Q-table."""
     try:
-        return QTable.load(path)
-    except (OSError, ValueError, TypeError) as exc:
-        raise ValueError(f"cannot load Q-table {path}: {exc}") from exc
+        return QTable.load(path)  # (its ValueError names the file)
+    except OSError as exc:
+        raise ValueError(f"cannot load Q-table {path}: {exc.strerror or exc}") from exc
 
 
 def config_from_args(

@@ -152,8 +152,15 @@ class QTable:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> QTable:
+        """A table written by :meth:`save`. ValueError naming the file when it is not one (not UTF-8 text, not
+        valid JSON, another format, a bad row); OSError when it cannot be read."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"cannot load Q-table {path}: not UTF-8 text (byte {exc.start})") from exc
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON: {exc}") from exc
-        return cls.from_dict(data)
+            raise ValueError(f"cannot load Q-table {path}: not valid JSON: {exc}") from exc
+        try:
+            return cls.from_dict(data)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"cannot load Q-table {path}: {exc}") from exc
