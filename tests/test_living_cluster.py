@@ -26,7 +26,7 @@ from oasis.cluster.config import ClusterConfig, load_config
 from oasis.cluster.evaluator import LiveEvaluator, TruthClient, truth_client
 from oasis.cluster.launcher import Cluster, bring_up
 from oasis.cluster.quality import QUALITY_FILE
-from oasis.freshness.live_report import read_series
+from oasis.freshness.series import read_series
 from oasis.runtime.clients import BrokerClient, EngineClient, RobotClient
 
 pytestmark = pytest.mark.timeout(400)

@@ -101,7 +101,7 @@ def test_a_damaged_series_keeps_its_whole_samples_and_oasis_report_plots_them(
     value that is not an object, a row of another shape, a torn last line. Before, ``oasis report`` died on
     the first (``UnicodeDecodeError``); now every whole sample is read and plotted, the rest skipped."""
     from oasis.cli import main
-    from oasis.freshness.live_report import read_series
+    from oasis.freshness.series import read_series
 
     series = tmp_path / "quality.jsonl"
 
@@ -120,3 +120,19 @@ def test_a_damaged_series_keeps_its_whole_samples_and_oasis_report_plots_them(
     assert main(["report", "--state-dir", str(tmp_path), "--out", str(out)]) == 0
     assert "databases" in capsys.readouterr().out
     assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("quality.png", "estimates.png"))
+
+
+def test_the_last_sample_skips_a_damaged_or_foreign_tail(tmp_path: Path) -> None:
+    """``oasis status`` and the demo read the newest sample from the end of the series: a foreign object or
+    garbage written after it is skipped (before, a foreign object was returned and ``oasis status`` failed on
+    its missing keys)."""
+    from oasis.cluster.quality import last_row
+
+    series = tmp_path / "quality.jsonl"
+    q = {"recall": 0.5, "freshness": 1.0, "M": 0.5, "documents": 3}
+    append_row(series, {"time": 1.0, "topics": {"databases": q}})
+    with series.open("ab") as f:
+        f.write(b'{"time": 2, "topics": ["databases"]}\n{"note": "x"}\n\xff\xfe\n')
+    row = last_row(series)
+    assert row is not None and row["time"] == 1.0 and row["topics"]["databases"] == q
+    assert last_row(tmp_path / "missing.jsonl") is None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis.cluster.config import QUALITY_FILE as QUALITY_FILE  # re-exported: where the series lives
+from oasis.freshness.series import is_sample
 from oasis.replay.metrics import freshness_from_sums, quality, recall_from_sums
 
 
@@ -119,7 +120,8 @@ def append_row(path: Path, row: Mapping[str, Any]) -> None:
 
 
 def last_row(path: Path, tail_bytes: int = 1 << 16) -> dict[str, Any] | None:
-    """The newest complete sample, reading only the end of the file."""
+    """The newest complete sample, reading only the end of the file (a torn, damaged or foreign line is
+    skipped: :func:`oasis.freshness.series.is_sample`)."""
     try:
         with path.open("rb") as f:
             f.seek(0, 2)
@@ -133,6 +135,6 @@ def last_row(path: Path, tail_bytes: int = 1 << 16) -> dict[str, Any] | None:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(row, dict):
+        if is_sample(row):
             return row
     return None

@@ -26,6 +26,7 @@ from oasis.runtime.files import read_json
 
 FloatArray = NDArray[np.float64]
 
+
 @dataclass(frozen=True, kw_only=True)
 class Source:
     """One source of ephemeral content (papers/002, Section 2 and Table 1)."""

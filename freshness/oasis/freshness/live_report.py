@@ -9,14 +9,13 @@ Writes ``DIR/quality.png`` (one panel per topic: R, F, M over time, with the web
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from oasis.freshness.series import read_series
 from oasis.replay.figures import write_figure
-from oasis.runtime.files import read_json_lines
 
 DEFAULT_STATE_DIR = ".oasis"  # as `oasis up` (oasis.cluster.launcher.DEFAULT_STATE_DIR)
 SERIES = "quality.jsonl"
@@ -29,29 +28,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--state-dir", default=None, help="cluster state directory (default $OASIS_STATE_DIR or ./.oasis)"
     )
     p.set_defaults(func=cmd_report)
-
-
-def read_series(path: Path) -> list[dict[str, Any]]:
-    """The evaluator's samples (``oasis.cluster.quality``'s rows: a time and every topic's recall,
-    freshness, M and documents); a torn, damaged or foreign line is skipped."""
-    return [row for row in read_json_lines(path) if _is_sample(row)]
-
-
-def _is_sample(row: dict[str, Any]) -> bool:
-    topics = row.get("topics")
-    return (
-        _is_number(row.get("time"))
-        and isinstance(topics, dict)
-        and all(
-            isinstance(q, dict)
-            and all(_is_number(q.get(k)) for k in ("recall", "freshness", "M", "documents"))
-            for q in topics.values()
-        )
-    )
-
-
-def _is_number(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def plot_quality(rows: list[dict[str, Any]], out: Path) -> list[Path]:
