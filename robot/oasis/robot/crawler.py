@@ -870,7 +870,9 @@ class Crawler:
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise RuntimeError(f"cannot read checkpoint {path}: {exc}") from exc
+            raise RuntimeError(
+                f"cannot read checkpoint {path}: {exc}: move it aside to start the crawl afresh"
+            ) from exc
         if not isinstance(state, dict):
             raise RuntimeError(
                 f"checkpoint {path} is not a checkpoint (a JSON {type(state).__name__}, not an object): "
