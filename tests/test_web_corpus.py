@@ -404,9 +404,9 @@ def test_a_damaged_parse_cache_is_parsed_again(
 ) -> None:
     """The parsed-tree cache (a pickle under the cache folder) damaged by a crash, a disk or another Python:
     truncated, random or altered bytes raise UnicodeDecodeError, ValueError, OverflowError or MemoryError as
-    well as UnpicklingError from ``pickle.load`` (3,000 random damages: 118 escaped the five kinds caught
-    before, and the replay died on them); a pickle of something else was returned as the tree. Now any of
-    them is logged and the tree parsed again (the cache rewritten)."""
+    well as UnpicklingError from ``pickle.load`` (3,000 damages, docs/probes/s25_pickle_fuzz.py: 133
+    escaped the five kinds caught before, and the replay died on them); a pickle of something else was
+    returned as the tree. Now any of them is logged and the tree parsed again (the cache rewritten)."""
     import pickle
 
     first = load_html_tree(tree, "http://site.test/docs")
