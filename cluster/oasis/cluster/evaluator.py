@@ -8,10 +8,9 @@ Each period the evaluator
 2. asks the web for its ground truth (``GET /truth``: each live page's version and the time it appeared)
    and, for page versions it has not seen, their text (``POST /texts``);
 3. scores each new version with each topic engine's own relevance model (``Engine.Score``; cached per page
-   version while the engine's model is the one that scored it: each reply names its model by the collection
-   size its IDF was built from, and every sample scores a few cached pages again, since a model rebuilt at
-   a size seen before has the same name and other scores), so r(i) is the topic scoring function of
-   papers/004;
+   version while the engine's model is the one that scored it: each reply names the build of its model, and
+   a sample with no new version scores one cached page to learn whether the engine rebuilt it), so r(i) is
+   the topic scoring function of papers/004;
 4. lists what each engine actually holds (``Engine.ListDocuments``: URL, fetch time, stored relevance; read
    right after the ground truth, before any text is fetched or scored, so that a page re-crawled while the
    sample is being scored is not counted fresh in a sample whose time is before that re-crawl) and
@@ -177,16 +176,13 @@ class LiveEvaluator:
         ask = [k for k in keys if k not in cache] or keys[:1]
         if ask:
             scores, model = client.score_with_model([self._texts[k] for k in ask])
-            fresh = dict(zip(ask, scores, strict=True))
-            same = bool(model) and model == self._model.get(topic)
-            if not same:  # scores of another model: dropped
+            if not model or model != self._model.get(topic):  # another (or an unnamed) build: dropped
                 self._relevance[topic] = cache = {}
                 if len(ask) < len(keys):  # score every page under the new model
                     ask = keys
                     scores, model = client.score_with_model([self._texts[k] for k in ask])
-                    fresh = dict(zip(ask, scores, strict=True))
                 self._model[topic] = model
-            cache.update(fresh)
+            cache.update(zip(ask, scores, strict=True))
         return {u: cache.get((u, v), 0.0) for u, (v, _) in pages.items()}
 
     def _topic(

@@ -209,13 +209,7 @@ def run(args: argparse.Namespace) -> int:
     from oasis.replay.experiment import ExperimentConfig, is_learning
     from oasis.replay.simulator import ChangeModel
     from oasis.robot.scheduling import SHIPPED, QTable
-    from oasis.runtime.files import (
-        FileWriteError,
-        FolderBusy,
-        FolderLock,
-        claim_output_folder,
-        writable_folder,
-    )
+    from oasis.runtime.files import FolderLock, claim_output_folder, writable_folder
 
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     learners = [p for p in policies if is_learning(p)]
@@ -272,9 +266,7 @@ def run(args: argparse.Namespace) -> int:
             lock = claim_output_folder(args.out)
         if args.save_q is not None:
             writable_folder(args.save_q.parent)
-    except FolderBusy as exc:
-        return _fail(f"--out {args.out}: another run is writing to this folder ({exc})")
-    except FileWriteError as exc:
+    except OSError as exc:  # FileWriteError or FolderBusy, naming the folder
         if lock is not None:
             lock.release()
         return _fail(str(exc))

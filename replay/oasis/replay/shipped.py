@@ -839,13 +839,11 @@ def _out_folder(parser: argparse.ArgumentParser, out: str) -> Path:
     """``--out``, created and written to once before any run (a read-only, full or unwritable folder is a
     usage error now, not after minutes of replays), and held for this command (another run given the same
     folder is a usage error: the two would leave a mix of both)."""
-    from oasis.runtime.files import FileWriteError, FolderBusy, claim_output_folder
+    from oasis.runtime.files import claim_output_folder
 
     try:
         lock = claim_output_folder(out)
-    except FolderBusy as exc:
-        parser.error(f"--out {out!r}: another run is writing to this folder ({exc})")
-    except FileWriteError as exc:
+    except OSError as exc:  # FileWriteError or FolderBusy, naming the folder
         parser.error(f"--out {out!r}: {exc}")
     _HELD.append(lock)
     return Path(out)

@@ -141,25 +141,29 @@ def writable_folder(path: str | os.PathLike[str]) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as exc:
-        raise FileWriteError(exc.errno, f"cannot write to folder {folder}: {exc.strerror or exc}") from exc
+        raise _folder_error(folder, exc) from exc
     try:
         try:
             os.write(fd, b"\0" * 4096)  # a full disk refuses the first page, not the empty file
         finally:
             os.close(fd)
     except OSError as exc:
-        raise FileWriteError(exc.errno, f"cannot write to folder {folder}: {exc.strerror or exc}") from exc
+        raise _folder_error(folder, exc) from exc
     finally:
         with contextlib.suppress(OSError):
             probe.unlink()
     return folder
 
 
+def _folder_error(folder: Path, exc: OSError) -> FileWriteError:
+    return FileWriteError(exc.errno, f"cannot write to folder {folder}: {exc.strerror or exc}")
+
+
 class FolderBusy(OSError):
     """Another process holds a :class:`FolderLock` (``holder``: its pid as it wrote it, or "?")."""
 
-    def __init__(self, path: Path, holder: str) -> None:
-        super().__init__(f"{path} is held by pid {holder}")
+    def __init__(self, path: Path, holder: str, message: str | None = None) -> None:
+        super().__init__(message or f"{path} is held by pid {holder}")
         self.path = path
         self.holder = holder
 
@@ -211,11 +215,12 @@ def claim_output_folder(path: str | os.PathLike[str]) -> FolderLock:
     training-split tools): checked writable now (:func:`writable_folder`) and locked for this run
     (``OUTPUT_LOCK`` inside), so two runs given the same folder cannot leave it holding a mix of both. The
     caller releases the lock once its outputs are written (or exits). :class:`FileWriteError` or
-    :class:`FolderBusy`, each naming the folder."""
+    :class:`FolderBusy`, each naming the folder (both :class:`OSError`)."""
     folder = writable_folder(path)
     try:
         return FolderLock(folder / OUTPUT_LOCK)
-    except FolderBusy:
-        raise
+    except FolderBusy as exc:
+        message = f"{folder}: another run is writing to this folder ({exc})"
+        raise FolderBusy(exc.path, exc.holder, message) from None
     except OSError as exc:
-        raise FileWriteError(exc.errno, f"cannot write to folder {folder}: {exc.strerror or exc}") from exc
+        raise _folder_error(folder, exc) from exc
