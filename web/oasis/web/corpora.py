@@ -33,7 +33,8 @@
   holdout-27 (session 23): ``python-dipy-doc`` and ``python-eventlet-doc``; holdout-28 (session 23):
   ``python-can-doc`` (at /usr/share/doc/python3-can/html) and ``python-pygments-doc``; holdout-29 (session
   24): ``python-taurus-doc`` and ``python-hypothesis-doc``; holdout-30 (session 24): ``python-sfepy-doc`` and
-  ``python-ldap-doc``; holdout-31 (session 25): ``python-mpi4py-doc`` and ``python-nitime-doc``.
+  ``python-ldap-doc``; holdout-31 (session 25): ``python-mpi4py-doc`` and ``python-nitime-doc``;
+  holdout-32 (session 26): ``python-slixmpp-doc`` and ``python-pwntools-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -242,6 +243,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (mpi4py, MPI for Python) and one small (nitime): docs/replay.md
         _experiment("python-mpi4py-doc", "mpi4py"),
         _experiment("python-nitime-doc", "nitime"),
+        # holdout-32 (session 26), fixed after holdout-31's single run, before any further design work: one
+        # mid-sized web (slixmpp, an XMPP library) and one small (pwntools): docs/replay.md
+        _experiment("python-slixmpp-doc", "slixmpp"),
+        _experiment("python-pwntools-doc", "pwntools"),
     )
 }
 ALL = "all"
