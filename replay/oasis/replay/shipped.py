@@ -26,6 +26,9 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         directory term and the replayed in-link weight, :data:`FEATURES_ONLY`: memorisation apart), and the
         targets' counts
         (:func:`evaluation_table`); DIR/evaluation.json holds the rows. Run an unseen split once.
+    python -m oasis.replay.shipped clean
+        every clean split's single run as recorded (``oasis.replay.record``: the README's split table), the
+        totals, and a sign test of each paired count (ahead vs behind, improves vs falls; level left out)
     python -m oasis.replay.shipped noise --out DIR [--shuffles 20] [--runs ...]
         per run, the robot as shipped and greedy-anchor-shuffled (its exact ties in a random order, the mean
         and spread of --shuffles runs) against greedy-anchor's first traversal: how much of a run's P the
@@ -1018,10 +1021,16 @@ def _main(argv: list[str] | None) -> int:
         default=10,
         help="also pair the first traversal with greedy-anchor's over this many link orders (0: not)",
     )
+    sub.add_parser("clean", help="every clean split's recorded run, the totals and their sign tests")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     if args.command == "evaluate":
         return _evaluate(parser, args)
+    if args.command == "clean":
+        from oasis.replay.record import load_record, record_table
+
+        print(record_table(load_record()))
+        return 0
     try:
         runs = [int(x) for x in args.runs.split(",")]
     except ValueError:
