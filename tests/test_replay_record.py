@@ -3,11 +3,13 @@ splits the replay knows and against the README's split table, and a damaged reco
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from oasis.replay import record
 from oasis.replay.record import CleanSplit, load_record, record_table, sign_test, totals
 from oasis.replay.shipped import SPLITS, TRAINING, main
 
@@ -76,7 +78,9 @@ def test_the_readme_split_table_says_what_the_record_says() -> None:
     assert _numbers(total[5]) == [t["hybrid"], t["runs"]]
 
 
-def test_totals_and_the_clean_command(capsys: pytest.CaptureFixture[str]) -> None:
+def test_totals_and_the_clean_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rows = [
         CleanSplit("holdout-a", "A, B", 1, 1, 4, 2, None, None, None, 4),
         CleanSplit("holdout-b", "C, D", 2, 1, 4, 3, (3, 1, 0), (2, 1, 1), None, 3),
@@ -94,10 +98,21 @@ def test_totals_and_the_clean_command(capsys: pytest.CaptureFixture[str]) -> Non
     assert (
         "| **3 splits** | | **6 of 12** | **4 / 2 / 2** of 8 | **6 / 1 / 1** of 8 (1 / 3 / 0 of 4) |" in table
     )
-    assert main(["clean"]) == 0
+    assert main(["clean", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     whole = totals(load_record())
     assert f"ahead {whole['paired']['counts'][0]}, behind {whole['paired']['counts'][2]}" in out
+    written = json.loads((tmp_path / "out" / "clean.json").read_text(encoding="utf-8"))
+    assert written["totals"]["served_ahead"] == whole["served_ahead"]
+    assert [s["split"] for s in written["splits"]] == [r.split for r in load_record()]
+    assert (tmp_path / "out" / "clean.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text("[1]", encoding="utf-8")
+    monkeypatch.setattr(record, "RECORD", damaged)
+    with pytest.raises(SystemExit) as stop:
+        main(["clean"])
+    assert stop.value.code == 1
+    assert f"{damaged}: split ?" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

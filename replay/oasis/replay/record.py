@@ -56,8 +56,10 @@ def _counts(value: Any, runs: int, name: str) -> Counts | None:
     return (value[0], value[1], value[2])
 
 
-def load_record(path: Path = RECORD) -> list[CleanSplit]:
-    """The clean splits in the order they were run; a malformed row is a ValueError naming it."""
+def load_record(path: Path | None = None) -> list[CleanSplit]:
+    """The clean splits in the order they were run (``path``: the package's record); a malformed row is a
+    ValueError naming it."""
+    path = RECORD if path is None else path
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

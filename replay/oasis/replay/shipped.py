@@ -26,9 +26,10 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         directory term and the replayed in-link weight, :data:`FEATURES_ONLY`: memorisation apart), and the
         targets' counts
         (:func:`evaluation_table`); DIR/evaluation.json holds the rows. Run an unseen split once.
-    python -m oasis.replay.shipped clean
+    python -m oasis.replay.shipped clean [--out DIR]
         every clean split's single run as recorded (``oasis.replay.record``: the README's split table), the
-        totals, and a sign test of each paired count (ahead vs behind, improves vs falls; level left out)
+        totals, and a sign test of each paired count (ahead vs behind, improves vs falls; level left out);
+        --out: DIR/clean.json and DIR/clean.png (one column per split)
     python -m oasis.replay.shipped noise --out DIR [--shuffles 20] [--runs ...]
         per run, the robot as shipped and greedy-anchor-shuffled (its exact ties in a random order, the mean
         and spread of --shuffles runs) against greedy-anchor's first traversal: how much of a run's P the
@@ -1021,16 +1022,14 @@ def _main(argv: list[str] | None) -> int:
         default=10,
         help="also pair the first traversal with greedy-anchor's over this many link orders (0: not)",
     )
-    sub.add_parser("clean", help="every clean split's recorded run, the totals and their sign tests")
+    cl = sub.add_parser("clean", help="every clean split's recorded run, the totals and their sign tests")
+    cl.add_argument("--out", default=None, help="also write clean.json (rows and totals) and clean.png here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     if args.command == "evaluate":
         return _evaluate(parser, args)
     if args.command == "clean":
-        from oasis.replay.record import load_record, record_table
-
-        print(record_table(load_record()))
-        return 0
+        return _clean(parser, args)
     try:
         runs = [int(x) for x in args.runs.split(",")]
     except ValueError:
@@ -1102,6 +1101,27 @@ def _main(argv: list[str] | None) -> int:
             " ".join(str(c) for c in ceiling["config"]),
             flush=True,
         )
+    return 0
+
+
+def _clean(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from oasis.replay.record import load_record, record_table, totals
+
+    try:
+        rows = load_record()
+    except ValueError as exc:
+        parser.exit(1, f"{parser.prog}: {exc}\n")
+    print(record_table(rows))
+    if args.out is not None:
+        from oasis.replay.plots import plot_clean_splits
+        from oasis.runtime.files import write_json_atomic
+
+        folder = _out_folder(parser, args.out)
+        data = [asdict(r) for r in rows]
+        write_json_atomic(folder / "clean.json", {"splits": data, "totals": totals(rows)}, indent=1)
+        plot_clean_splits(data, folder / "clean.png")
     return 0
 
 
