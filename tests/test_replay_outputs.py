@@ -169,3 +169,36 @@ def test_a_training_split_tool_refuses_an_out_folder_another_run_holds(tmp_path:
         shipped.main(["orders", "--out", str(tmp_path), "--runs", "0", "--orders", "2"])
     assert info.value.code == 2
     assert not (tmp_path / "orders.json").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "[1]", "--runs", "0"],
+        ["train", "--out", "OUT/q.json", "--runs", "0", "{bad"],
+        ["orders", "--out", "OUT", "--runs", "0", "--config", '{"nope": 1}'],
+        ["orders", "--out", "OUT", "--runs", "0", "--versus", '{"shrink": -1}'],
+    ],
+)
+def test_a_training_split_tool_given_a_bad_configuration_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    argv = [a.replace("OUT", str(tmp_path / "out")) for a in argv]
+    with pytest.raises(SystemExit) as info:
+        shipped.main(argv)
+    assert info.value.code == 2
+    assert "must be a JSON object of ControllerConfig fields" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "q.json").exists() and not (tmp_path / "out" / "orders.json").exists()
+
+
+def test_train_checks_its_table_folder_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    with pytest.raises(SystemExit) as info:
+        shipped.main(["train", "--out", str(blocker / "q.json"), "--runs", "0", "--traversals", "1"])
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert "cannot write to folder" in captured.err
+    assert captured.out == "" and "P/P_upper" not in captured.err  # refused before the replay, not after it

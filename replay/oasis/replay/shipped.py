@@ -837,8 +837,18 @@ def train(config: ControllerConfig, traversals: int, runs: list[int]) -> QTable:
     return q
 
 
-def _config(text: str) -> ControllerConfig:
-    return replace(SHIPPED, **{"start": "empty", **json.loads(text)})
+def _config(
+    parser: argparse.ArgumentParser, flag: str, text: str, *, start: str | None = None
+) -> ControllerConfig:
+    """The robot as shipped with the JSON object ``text``'s fields replaced (``start``: the table it starts
+    from unless ``text`` names one); anything else is a usage error naming ``flag``."""
+    try:
+        fields = json.loads(text)
+        if not isinstance(fields, dict):
+            raise TypeError(f"got {type(fields).__name__}")
+        return replace(SHIPPED, **{**({} if start is None else {"start": start}), **fields})
+    except (ValueError, TypeError) as exc:
+        parser.error(f"{flag} must be a JSON object of ControllerConfig fields: {exc}")
 
 
 _HELD: list[Any] = []  # the output folders' locks this command holds (released when ``main`` returns)
@@ -870,18 +880,12 @@ def _orders(parser: argparse.ArgumentParser, args: argparse.Namespace, runs: lis
     from oasis.replay.plots import plot_later_traversals, plot_link_orders, plot_margin_by_size
     from oasis.runtime.files import write_json_atomic
 
-    def overrides(flag: str, text: str) -> ControllerConfig:
-        try:
-            return replace(SHIPPED, **json.loads(text))
-        except (ValueError, TypeError) as exc:
-            parser.error(f"{flag} must be a JSON object of ControllerConfig fields: {exc}")
-
     if args.orders < 2:
         parser.error("--orders must be >= 2 (a standard error needs two)")
     if args.traversals < 1:
         parser.error("--traversals must be >= 1")
-    config = overrides("--config", args.config)
-    other = None if args.versus is None else overrides("--versus", args.versus)
+    config = _config(parser, "--config", args.config)
+    other = None if args.versus is None else _config(parser, "--versus", args.versus)
     folder = _out_folder(parser, args.out)
     named, labels = _named_runs(args.split, runs)
     later = args.traversals > 1
@@ -1037,7 +1041,18 @@ def _main(argv: list[str] | None) -> int:
     if any(not 0 <= i < len(TRAINING) for i in runs):
         parser.error(f"--runs must be in 0..{len(TRAINING) - 1} (the runs of TRAINING), got {args.runs!r}")
     if args.command == "train":
-        train(_config(args.config), args.traversals, runs).save(args.out)
+        from oasis.runtime.files import FileWriteError, writable_folder
+
+        config = _config(parser, "CONFIG", args.config, start="empty")
+        try:  # the table is written after minutes of training: its folder is checked first
+            writable_folder(Path(args.out).resolve().parent)
+        except FileWriteError as exc:
+            parser.error(f"--out {args.out!r}: {exc}")
+        trained = train(config, args.traversals, runs)
+        try:
+            trained.save(args.out)
+        except OSError as exc:  # the disk filled or went read-only during the training
+            parser.exit(1, f"{parser.prog}: the trained table was not saved: {exc}\n")
         return 0
     if args.command == "orders":
         return _orders(parser, args, runs)
@@ -1062,7 +1077,7 @@ def _main(argv: list[str] | None) -> int:
             )
         return 0
     table = QTable.load(args.table) if args.table else None
-    configs = [_config(text) for text in args.configs]
+    configs = [_config(parser, "CONFIG", text, start="empty") for text in args.configs]
     rows = compare(configs, args.traversals, table, runs, cv=args.cv)
     for text, row in zip(args.configs, rows, strict=True):
         t1, t1d, last = row["t1_vs_greedy_anchor"], row["t1_vs_greedy_anchor_dir"], row["last_vs_t1"]
