@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from oasis.replay import record
-from oasis.replay.record import CleanSplit, load_record, record_table, sign_test, totals
+from oasis.replay.record import CleanSplit, load_record, record_row, record_table, sign_test, totals
 from oasis.replay.shipped import SPLITS, TRAINING, main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -133,3 +133,39 @@ def test_a_damaged_record_is_one_error_naming_it(tmp_path: Path, text: bytes, me
     path.write_bytes(text)
     with pytest.raises(ValueError, match=message):
         load_record(path)
+
+
+def test_an_evaluated_splits_row_counts_what_evaluate_measured() -> None:
+    def run(
+        corpus: str, t1: float, paired: str, later: str, features: str, hybrid: float
+    ) -> dict[str, object]:
+        return {
+            "corpus": corpus,
+            "t1_vs_greedy_anchor": t1,
+            "orders_verdict": paired,
+            "orders_last_verdict": later,
+            "features_last_verdict": features,
+            "hybrid_vs_oracle": hybrid,
+        }
+
+    rows = [
+        run("debian:python-slixmpp-doc", +0.4, "ahead", "improves", "flat", 0.0),
+        run("debian:python-slixmpp-doc", -1.1, "level", "improves", "improves", -0.001),
+        run("debian:python-pwntools-doc", 0.0, "behind", "falls", "flat", +0.2),
+        run("debian:python-pwntools-doc", +2.0, "ahead", "flat", "falls", +0.1),
+    ]
+    row = record_row("holdout-x", rows)
+    assert row == {
+        "split": "holdout-x",
+        "webs": "slixmpp, pwntools",
+        "session": None,
+        "robot": None,
+        "runs": 4,
+        "served_ahead": 2,  # 0.0 is a tie, not ahead
+        "paired": [2, 1, 1],
+        "later": [2, 1, 1],
+        "features": [1, 2, 1],
+        "hybrid": 3,  # at or above
+    }
+    unpaired = [{k: v for k, v in r.items() if not k.endswith("verdict")} for r in rows]  # --orders 0
+    assert record_row("holdout-x", unpaired)["paired"] is None

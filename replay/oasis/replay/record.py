@@ -171,3 +171,32 @@ def record_table(rows: Sequence[CleanSplit]) -> str:
         f" p = {feat['sign_p']:.2g}",
     ]
     return "\n".join(lines)
+
+
+def record_row(split: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The record's row for a split just evaluated (``oasis.replay.shipped.evaluate``'s rows), for the session
+    to append to ``clean_splits.json``: every count from the rows; ``webs`` the corpora by name, ``session``
+    and ``robot`` left null (the evaluation does not know them; the README's table gives the pages)."""
+
+    def tally(key: str, words: tuple[str, str, str]) -> list[int] | None:
+        if not rows or any(key not in r for r in rows):
+            return None
+        return [sum(r[key] == w for r in rows) for w in words]
+
+    names: list[str] = []
+    for r in rows:
+        name = str(r["corpus"]).split(":")[-1].removeprefix("python-").removesuffix("-doc")
+        if name not in names:
+            names.append(name)
+    return {
+        "split": split,
+        "webs": ", ".join(names),
+        "session": None,
+        "robot": None,
+        "runs": len(rows),
+        "served_ahead": sum(r["t1_vs_greedy_anchor"] > 0 for r in rows),
+        "paired": tally("orders_verdict", ("ahead", "level", "behind")),
+        "later": tally("orders_last_verdict", ("improves", "flat", "falls")),
+        "features": tally("features_last_verdict", ("improves", "flat", "falls")),
+        "hybrid": sum(r["hybrid_vs_oracle"] >= 0 for r in rows),
+    }

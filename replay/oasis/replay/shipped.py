@@ -25,7 +25,8 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         robot's own first on the same orders, with and without its memory of the web (the URL-keyed
         directory term and the replayed in-link weight, :data:`FEATURES_ONLY`: memorisation apart), and the
         targets' counts
-        (:func:`evaluation_table`); DIR/evaluation.json holds the rows. Run an unseen split once.
+        (:func:`evaluation_table`); DIR/evaluation.json holds the rows; with --split, the split's row for the
+        record of clean splits (:func:`oasis.replay.record.record_row`). Run an unseen split once.
     python -m oasis.replay.shipped clean [--out DIR]
         every clean split's single run as recorded (``oasis.replay.record``: the README's split table), the
         totals, and a sign test of each paired count (ahead vs behind, improves vs falls; level left out);
@@ -1212,6 +1213,11 @@ def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"evaluate: {exc}; the runs before it are in {folder / 'evaluation.json'}", file=sys.stderr)
         return 1
     print(evaluation_table(rows))
+    if args.split is not None:
+        from oasis.replay.record import record_row
+
+        row = json.dumps(record_row(args.split, rows))
+        print(f"\nits row for replay/oasis/replay/clean_splits.json (fill in session and robot):\n{row}")
     return 0
 
 
