@@ -77,6 +77,7 @@ def test_server_on_every_interface_publishes_the_advertised_address(tmp_path: Pa
         ["-m", "oasis.directory"],
         ["-m", "oasis.broker", "--directory", "127.0.0.1:1"],
         ["-m", "oasis.engine", "--name", "a", "--topic", "a", "--keywords", "sql", "--index-dir", "IDX"],
+        ["-m", "oasis.robot", "--name", "r", "--engine", "127.0.0.1:1", "--state-dir", "IDX"],
     ],
 )
 def test_every_service_refuses_a_wildcard_without_advertise_with_a_clear_error(
@@ -90,4 +91,36 @@ def test_every_service_refuses_a_wildcard_without_advertise_with_a_clear_error(
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert "--advertise" in proc.stderr and "0.0.0.0" in proc.stderr
+    assert not (tmp_path / "a.json").exists()  # never published
+
+
+ENGINE = ["-m", "oasis.engine", "--name", "a", "--topic", "a", "--keywords", "sql", "--index-dir", "IDX"]
+ROBOT = ["-m", "oasis.robot", "--name", "r", "--engine", "127.0.0.1:1", "--state-dir", "IDX"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-m", "oasis.directory", "--port", "70000"], "error: port must be in [0, 65535]"),
+        (
+            ["-m", "oasis.directory", "--lease-seconds", "-1"],
+            "error: lease_seconds must be > 0",
+        ),  # a traceback
+        (["-m", "oasis.directory", "--max-engines", "0"], "error: max_engines must be >= 1"),
+        (
+            ["-m", "oasis.broker", "--directory", "127.0.0.1:1", "--metrics-port", "-2"],
+            "error: argument --metrics-port: port must be in [0, 65535] or off",
+        ),
+        ([*ENGINE, "--port", "-1"], "error: port must be in [0, 65535]"),
+        ([*ROBOT, "--port", "99999"], "error: port must be in [0, 65535]"),
+    ],
+)
+def test_every_service_refuses_a_bad_setting_with_one_line(
+    argv: list[str], message: str, tmp_path: Path
+) -> None:
+    argv = [a.replace("IDX", str(tmp_path / "idx")) for a in argv]
+    cmd = [sys.executable, *argv, "--address-file", str(tmp_path / "a.json")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "a.json").exists()  # never published

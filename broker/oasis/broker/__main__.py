@@ -7,7 +7,6 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import grpc
 
@@ -16,12 +15,11 @@ from oasis.broker.merge import NORMALISATIONS
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import BrokerServicer
 from oasis.runtime.service import (
-    ServerConfig,
-    add_advertise_argument,
-    add_service_arguments,
+    add_server_arguments,
     build_server,
     configure_logging,
     run_until_signal,
+    server_config,
 )
 from oasis.v1 import broker_pb2, broker_pb2_grpc
 
@@ -31,16 +29,11 @@ logger = logging.getLogger(__name__)
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m oasis.broker", description="Oasis query broker")
     p.add_argument("--directory", required=True, help="HOST:PORT of the directory")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind")
-    add_advertise_argument(p)
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--address-file", type=Path, default=None)
     p.add_argument("--route-cache-seconds", type=float, default=2.0)
     p.add_argument("--default-deadline-ms", type=int, default=1000)
     p.add_argument("--max-concurrent-queries", type=int, default=64)
     p.add_argument("--normalisation", choices=NORMALISATIONS, default=BrokerConfig.normalisation)
-    p.add_argument("--log-level", default="INFO")
-    add_service_arguments(p)
+    add_server_arguments(p)
     return p.parse_args(argv)
 
 
@@ -61,21 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # enough server threads that the concurrency bound, not the thread pool, is what refuses excess load
     workers = config.max_concurrent_queries + 8
     try:
-        server_config = ServerConfig(
-            host=args.host,
-            port=args.port,
-            address_file=args.address_file,
-            max_workers=workers,
-            advertise=args.advertise,
-            metrics_port=args.metrics_port,
-        )
+        serving = server_config(args, max_workers=workers)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     directory = GrpcDirectoryClient(args.directory)
     engines = EngineClientPool()
     broker = Broker(config, directory=directory, engines=engines, clock=time.monotonic)
-    running = build_server(server_config, lambda server: add_broker(server, broker))
+    running = build_server(serving, lambda server: add_broker(server, broker))
 
     def close() -> None:
         directory.close()

@@ -8,7 +8,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 
@@ -17,12 +16,11 @@ from oasis.directory.registry import Registry
 from oasis.directory.servicer import DirectoryServicer
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
-    ServerConfig,
-    add_advertise_argument,
-    add_service_arguments,
+    add_server_arguments,
     build_server,
     configure_logging,
     run_until_signal,
+    server_config,
 )
 from oasis.v1 import directory_pb2, directory_pb2_grpc
 
@@ -31,9 +29,6 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, kw_only=True)
 class DirectoryConfig:
-    host: str = "127.0.0.1"
-    port: int = 0
-    address_file: Path | None = None
     lease_seconds: float = 5.0
     max_engines: int = 128
 
@@ -46,14 +41,9 @@ class DirectoryConfig:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m oasis.directory", description="Oasis engine directory")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind")
-    add_advertise_argument(p)
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--address-file", type=Path, default=None)
     p.add_argument("--lease-seconds", type=float, default=5.0)
     p.add_argument("--max-engines", type=int, default=128, help="limit of live registered engines")
-    p.add_argument("--log-level", default="INFO")
-    add_service_arguments(p)
+    add_server_arguments(p)
     return p.parse_args(argv)
 
 
@@ -65,29 +55,17 @@ def add_directory(server: grpc.Server, registry: Registry) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(args.log_level, args.log_format, service="directory")
-    config = DirectoryConfig(
-        host=args.host,
-        port=args.port,
-        address_file=args.address_file,
-        lease_seconds=args.lease_seconds,
-        max_engines=args.max_engines,
-    )
-    registry = Registry(
-        lease_seconds=config.lease_seconds, clock=time.monotonic, max_engines=config.max_engines
-    )
     try:
-        server_config = ServerConfig(
-            host=config.host,
-            port=config.port,
-            address_file=config.address_file,
-            advertise=args.advertise,
-            metrics_port=args.metrics_port,
-        )
+        config = DirectoryConfig(lease_seconds=args.lease_seconds, max_engines=args.max_engines)
+        serving = server_config(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    registry = Registry(
+        lease_seconds=config.lease_seconds, clock=time.monotonic, max_engines=config.max_engines
+    )
     register_collector(registry_families(registry))
-    running = build_server(server_config, lambda server: add_directory(server, registry))
+    running = build_server(serving, lambda server: add_directory(server, registry))
     run_until_signal(running)
     return 0
 

@@ -17,12 +17,11 @@ from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_t
 from oasis.engine.topic import InvalidTopic, Topic
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
-    ServerConfig,
-    add_advertise_argument,
-    add_service_arguments,
+    add_server_arguments,
     build_server,
     configure_logging,
     run_until_signal,
+    server_config,
 )
 
 logger = logging.getLogger(__name__)
@@ -39,10 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--directory", default=None, help="HOST:PORT of the engine directory (omit: no registration)"
     )
     p.add_argument("--heartbeat-seconds", type=float, default=1.0)
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--host", default="127.0.0.1", help="address to bind")
-    add_advertise_argument(p)
-    p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--batch-size", type=int, default=256, help="commit after this many buffered operations")
     p.add_argument("--limitmb", type=int, default=256, help="Whoosh writer memory limit per commit (MB)")
     p.add_argument(
@@ -63,8 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="if the index is damaged, salvage every readable document first (as `oasis engine repair`)",
     )
-    p.add_argument("--log-level", default="INFO")
-    add_service_arguments(p)
+    add_server_arguments(p)
     return p
 
 
@@ -92,13 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary_terms=args.summary_terms,
             allowed_hosts=parse_allowed_hosts(args.allowed_hosts),
         )
-        server_config = ServerConfig(
-            host=args.host,
-            port=args.port,
-            address_file=args.address_file,
-            advertise=args.advertise,
-            metrics_port=args.metrics_port,
-        )
+        serving = server_config(args)
         RelevanceModel.from_topic(config.topic)  # the profile must have indexable terms
     except (ValueError, InvalidTopic) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -122,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         servicer = EngineServicer(index, config)
         register_collector(index_families(index, config.name))
-        running = build_server(server_config, lambda server: add_engine_servicer(server, servicer))
+        running = build_server(serving, lambda server: add_engine_servicer(server, servicer))
         if config.directory is not None:
             from oasis.engine.directory_client import DirectoryClient, Registration, owner_token
 

@@ -22,12 +22,11 @@ from oasis.robot.scheduling.gcpolicy import freeze_long_lived
 from oasis.robot.servicer import RobotServicer, add_robot_servicer
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
-    ServerConfig,
-    add_advertise_argument,
-    add_service_arguments,
+    add_server_arguments,
     build_server,
     configure_logging,
     run_until_signal,
+    server_config,
 )
 
 logger = logging.getLogger(__name__)
@@ -39,16 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", required=True, help="HOST:PORT of this robot's topic engine")
     p.add_argument("--state-dir", required=True, type=Path, help="checkpoint directory (resumed if present)")
     p.add_argument("--autostart", action="store_true", help="start crawling at once")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind")
-    add_advertise_argument(p)
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING")
     p.add_argument("--engine-wait", type=float, default=30.0, help="seconds to wait for the engine at start")
-    p.add_argument("--log-level", default="INFO")
     p.add_argument(
         "--progress-seconds", type=float, default=10.0, help="log a progress line this often (0: never)"
     )
-    add_service_arguments(p)
+    add_server_arguments(p)
     add_robot_arguments(p, q_table_default=f"STATE_DIR/{Q_TABLE_FILE}")
     add_rates_arguments(p, rates_default="STATE_DIR/rates.json with --recrawl whittle")
     return p
@@ -62,13 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(
             args, name=args.name, state_dir=args.state_dir, default_q_table=args.state_dir / Q_TABLE_FILE
         )
-        server_config = ServerConfig(
-            host=args.host,
-            port=args.port,
-            address_file=args.address_file,
-            advertise=args.advertise,
-            metrics_port=args.metrics_port,
-        )
+        serving = server_config(args)
         if args.progress_seconds < 0:
             raise ValueError(f"--progress-seconds must be >= 0, got {args.progress_seconds}")
         crawler, engine = build_crawler(
@@ -92,9 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             crawler.add_seeds(args.seeds)
         freeze_long_lived()  # the controller is built and resumed: full collections skip it (gcpolicy)
         register_collector(crawler_families(crawler))
-        running = build_server(
-            server_config, lambda server: add_robot_servicer(server, RobotServicer(crawler))
-        )
+        running = build_server(serving, lambda server: add_robot_servicer(server, RobotServicer(crawler)))
         if args.progress_seconds > 0:
             progress = ProgressLog(args.name, crawler.status, args.progress_seconds)
             progress.start()

@@ -434,6 +434,33 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
     add_log_arguments(parser)
 
 
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """A gRPC service's command line: where it binds (``--host``, ``--port``) and what it publishes
+    (``--advertise``), the file it writes once SERVING (``--address-file``), ``--log-level`` and
+    :func:`add_service_arguments`' flags. :func:`server_config` reads them back."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
+    add_advertise_argument(parser)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--address-file", type=Path, default=None, help="write {address, pid} JSON once SERVING"
+    )
+    parser.add_argument("--log-level", default="INFO")
+    add_service_arguments(parser)
+
+
+def server_config(args: argparse.Namespace, *, max_workers: int | None = None) -> ServerConfig:
+    """The :class:`ServerConfig` of a command line built with :func:`add_server_arguments` (ValueError: a
+    port out of range, a wildcard host with nothing to advertise)."""
+    return ServerConfig(
+        host=args.host,
+        port=args.port,
+        address_file=args.address_file,
+        advertise=args.advertise,
+        metrics_port=args.metrics_port,
+        max_workers=ServerConfig.max_workers if max_workers is None else max_workers,
+    )
+
+
 def stop_signal(what: str = "stopping") -> threading.Event:
     """An event that SIGTERM or SIGINT sets (logged as ``signal N: WHAT``); wait for it with
     :func:`wait_until_set`."""
