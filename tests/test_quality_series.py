@@ -120,6 +120,12 @@ def test_a_damaged_series_keeps_its_whole_samples_and_oasis_report_plots_them(
     assert main(["report", "--state-dir", str(tmp_path), "--out", str(out)]) == 0
     assert "databases" in capsys.readouterr().out
     assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("quality.png", "estimates.png"))
+    blocked = tmp_path / "a-file"  # an --out that cannot be a folder: one line, before any plot (a traceback)
+    blocked.write_text("x", encoding="utf-8")
+    assert main(["report", "--state-dir", str(tmp_path), "--out", str(blocked / "plots")]) == 1
+    captured = capsys.readouterr()
+    assert f"oasis report: [Errno 20] cannot write to folder {blocked / 'plots'}" in captured.err
+    assert captured.out == ""
 
 
 def test_the_last_sample_skips_a_damaged_or_foreign_tail(tmp_path: Path) -> None:

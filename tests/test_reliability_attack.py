@@ -549,6 +549,27 @@ def test_missing_toc_refuses_to_start_and_repair_salvages_every_document(tmp_pat
         index.close()
 
 
+def test_check_or_repair_of_a_folder_that_is_no_index_changes_nothing(tmp_path: Path) -> None:
+    """``oasis engine check STATE/index`` (the parent of the per-topic index folders) said "0 documents, ok"
+    and left a lock file there; ``repair`` on such a folder created a new empty index in it."""
+    index_dir = tmp_path / "state" / "index" / "sql"
+    TopicIndex.open(index_dir, TOPIC).close()
+    (tmp_path / "state" / "notes.txt").write_text("mine", encoding="utf-8")
+    for action, folder in (
+        ("check", index_dir.parent),
+        ("repair", index_dir.parent),
+        ("repair", tmp_path / "state"),
+    ):
+        before = sorted(p.name for p in folder.iterdir())
+        done = _oasis("engine", action, str(folder))
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"{folder} holds no engine index" in done.stderr and "Traceback" not in done.stderr
+        assert sorted(p.name for p in folder.iterdir()) == before  # no lock file, no new index, nothing moved
+    assert "the index folders inside it: sql" in _oasis("engine", "check", str(index_dir.parent)).stderr
+    whole = _oasis("engine", "check", str(index_dir))
+    assert whole.returncode == 0 and "0 documents" in whole.stdout  # an empty index is still an index
+
+
 def test_corrupt_or_truncated_segments_are_refused_by_name_and_recovered(tmp_path: Path) -> None:
     """Item 4: random bytes inside a segment were served (some terms failing with ``Block tag error``); a
     truncated one gave a raw ``EOFError`` traceback naming no file."""

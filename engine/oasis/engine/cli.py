@@ -32,9 +32,23 @@ def _locked(directory: Path) -> Any:
     """The index directory's owner lock, or the exit code after saying why not (2: not a directory, 1: an
     engine holds it)."""
     from oasis.engine.index import IndexBusy, owner_lock
+    from oasis.engine.integrity import holds_index
 
     if not directory.is_dir():
         print(f"error: {directory} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        found = holds_index(directory)
+        inside = sorted(p.name for p in directory.iterdir() if p.is_dir() and holds_index(p))
+    except OSError as exc:
+        print(f"error: cannot read {directory}: {exc}", file=sys.stderr)
+        return 2
+    if not found:  # checked before the lock, which would leave its file in a folder that is not an index
+        hint = f"; the index folders inside it: {', '.join(inside)}" if inside else ""
+        print(
+            f"error: {directory} holds no engine index (no table of contents, segment or log){hint}",
+            file=sys.stderr,
+        )
         return 2
     try:
         return owner_lock(directory)

@@ -95,6 +95,18 @@ def _tocs(directory: Path) -> list[int]:
     return sorted(int(m.group(1)) for n in os.listdir(directory) if (m := _TOC.match(n)))
 
 
+def holds_index(directory: Path) -> bool:
+    """Whether ``directory`` holds any file of an engine's index: a table of contents, a segment file, the
+    segment record or the write-ahead log (current or sealed). An index with no document has its first
+    table of contents; a folder with none of these is not an index, damaged or whole."""
+    from oasis.engine.wal import WAL_FILE  # here: the log's module is not needed to read an index
+
+    for name in os.listdir(directory):
+        if _TOC.match(name) or _SEGMENT_FILE.match(name) or name == RECORD_FILE or name.startswith(WAL_FILE):
+            return True
+    return False
+
+
 def _read_record(directory: Path) -> dict[str, Any]:
     try:
         data = json.loads((directory / RECORD_FILE).read_text())

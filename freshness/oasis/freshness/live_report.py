@@ -16,6 +16,7 @@ from typing import Any
 
 from oasis.freshness.series import read_series
 from oasis.replay.figures import write_figure
+from oasis.runtime.files import FileWriteError, writable_folder
 
 DEFAULT_STATE_DIR = ".oasis"  # as `oasis up` (oasis.cluster.launcher.DEFAULT_STATE_DIR)
 SERIES = "quality.jsonl"
@@ -96,8 +97,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not rows:
         print(f"oasis report: {series} has no samples yet", file=sys.stderr)
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    for path in plot_quality(rows, args.out):
+    try:  # the folder is checked before the plots are drawn; a disk failing while they are written: one line
+        writable_folder(args.out)
+        written = plot_quality(rows, args.out)
+    except FileWriteError as exc:
+        print(f"oasis report: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
         print(f"wrote {path}")
     last = rows[-1]
     for topic, q in sorted(last["topics"].items()):
