@@ -22,3 +22,25 @@ def test_index_file_urls_keep_their_folders(tmp_path: Path) -> None:
     assert folder == ["a/index.html", "b/c/index.html"]
     with pytest.raises(FileNotFoundError, match="missing"):
         list(html_files([tmp_path / "missing"]))
+
+
+def test_a_huge_file_is_read_no_further_than_a_page_is_parsed(tmp_path: Path) -> None:
+    """``oasis index`` read every file whole before the parser cut it at ``MAX_BYTES``: a 2 GiB file named
+    .html (sparse here) held 2 GiB in memory. Now a file is read as far as a page is parsed."""
+    import tracemalloc
+
+    from oasis.cluster.commands import documents_from_files
+    from oasis.runtime.html import MAX_BYTES
+
+    huge = tmp_path / "huge.html"
+    with huge.open("wb") as f:
+        f.write(b"<title>big</title><p>socket " + b"word " * 100 + b"</p>")
+        f.truncate(2 * 1024**3)  # sparse: no disk used
+    tracemalloc.start()
+    try:
+        (doc,) = documents_from_files([huge])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert doc.title == "big" and doc.text.startswith("socket word")
+    assert peak < 16 * MAX_BYTES  # the whole file would be 512 x MAX_BYTES

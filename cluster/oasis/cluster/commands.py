@@ -517,7 +517,7 @@ def documents_from_files(paths: list[Path], base_url: str | None = None) -> Iter
     from urllib.parse import quote
 
     from oasis.runtime.clients import IndexDocument
-    from oasis.runtime.html import parse_html
+    from oasis.runtime.html import MAX_BYTES, parse_html
 
     base = None if base_url is None else base_url if base_url.endswith("/") else base_url + "/"
     for f, root in html_files(paths):
@@ -526,11 +526,14 @@ def documents_from_files(paths: list[Path], base_url: str | None = None) -> Iter
         else:
             url = base + f.relative_to(root).as_posix()
         try:
-            page = parse_html(f.read_bytes(), url)
+            with f.open("rb") as handle:  # the parser reads no more than MAX_BYTES of a page: nor does this
+                content = handle.read(MAX_BYTES + 1)
+            mtime = f.stat().st_mtime
         except OSError as exc:
             logger.warning("skipping %s: %s", f, exc)
             continue
-        yield IndexDocument(url=url, title=page.title, text=page.text, fetch_time=f.stat().st_mtime)
+        page = parse_html(content, url)
+        yield IndexDocument(url=url, title=page.title, text=page.text, fetch_time=mtime)
 
 
 def find_engine(args: argparse.Namespace, prog: str) -> ServiceRecord | int:
