@@ -1129,12 +1129,12 @@ def _clean(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         rows = load_record()
     except ValueError as exc:
         parser.exit(1, f"{parser.prog}: {exc}\n")
+    folder = None if args.out is None else _out_folder(parser, args.out)
     print(record_table(rows))
-    if args.out is not None:
+    if folder is not None:
         from oasis.replay.plots import plot_clean_splits
         from oasis.runtime.files import write_json_atomic
 
-        folder = _out_folder(parser, args.out)
         data = [asdict(r) for r in rows]
         write_json_atomic(folder / "clean.json", {"splits": data, "totals": totals(rows)}, indent=1)
         plot_clean_splits(data, folder / "clean.png")
