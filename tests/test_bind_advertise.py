@@ -113,6 +113,12 @@ ROBOT = ["-m", "oasis.robot", "--name", "r", "--engine", "127.0.0.1:1", "--state
         ),
         ([*ENGINE, "--port", "-1"], "error: port must be in [0, 65535]"),
         ([*ROBOT, "--port", "99999"], "error: port must be in [0, 65535]"),
+        # an OverflowError traceback before
+        (["-m", "oasis.gateway", "--broker", "127.0.0.1:1", "--port", "70000"], "port must be in [0, 65535]"),
+        (  # accepted before: no page would ever count as the topic's
+            ["-m", "oasis.cluster.evaluator", "--state-dir", "IDX", "--min-relevance", "2"],
+            "error: --min-relevance must be in [0, 1]",
+        ),
     ],
 )
 def test_every_service_refuses_a_bad_setting_with_one_line(
@@ -124,3 +130,14 @@ def test_every_service_refuses_a_bad_setting_with_one_line(
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "a.json").exists()  # never published
+
+
+def test_the_evaluator_whose_address_file_cannot_be_written_says_so_in_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    cmd = [sys.executable, "-m", "oasis.cluster.evaluator", "--state-dir", str(tmp_path)]
+    proc = subprocess.run(
+        [*cmd, "--address-file", str(blocker / "a.json")], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"cannot write {blocker / 'a.json'}" in proc.stderr and proc.stderr.startswith("error: ")

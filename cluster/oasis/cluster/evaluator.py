@@ -40,7 +40,7 @@ from oasis.cluster.launcher import Cluster, NoCluster
 from oasis.cluster.quality import QUALITY_FILE, append_row, collection_quality
 from oasis.runtime.clients import EngineClient, EngineDocument, RobotClient
 from oasis.runtime.errors import ServiceError
-from oasis.runtime.files import write_json_atomic
+from oasis.runtime.files import FileWriteError, write_json_atomic
 
 logger = logging.getLogger("oasis.cluster.evaluator")
 
@@ -260,8 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
-    if args.interval <= 0:
+    if not args.interval > 0:
         print("error: --interval must be > 0", file=sys.stderr)
+        return 2
+    if not 0.0 <= args.min_relevance <= 1.0:  # r(i) is a cosine in [0, 1]: above 1 no page would count
+        print(f"error: --min-relevance must be in [0, 1], got {args.min_relevance}", file=sys.stderr)
         return 2
     done = threading.Event()
 
@@ -274,7 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluator = LiveEvaluator(state_dir, min_relevance=args.min_relevance)
     out = state_dir / QUALITY_FILE
     if args.address_file is not None:
-        write_json_atomic(args.address_file, {"address": "", "pid": os.getpid(), "series": str(out)})
+        try:
+            write_json_atomic(args.address_file, {"address": "", "pid": os.getpid(), "series": str(out)})
+        except FileWriteError as exc:  # a full or read-only disk at start: one line, as every service
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     logger.info("evaluating every %.1f s into %s", args.interval, out)
     while not done.is_set():
         started = time.monotonic()

@@ -92,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"python -m oasis.gateway: {exc}", file=sys.stderr)
         return 2
+    if not 0 <= args.port <= 65535:  # else socket.bind's OverflowError, a traceback
+        print(f"python -m oasis.gateway: port must be in [0, 65535], got {args.port}", file=sys.stderr)
+        return 2
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
