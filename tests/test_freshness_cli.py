@@ -155,3 +155,23 @@ def test_recrawl_eval_collection_json(capsys: pytest.CaptureFixture[str]) -> Non
         "greedy",
     }
     assert all(0.0 <= v["F"] <= 1.0 for v in pol.values())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ephemeral", "--example", "paper", "--steps", "10"],
+        ["whittle-learn", "--arms", "5", "--active", "2", "--steps", "10"],
+        ["recrawl-eval", "--docs", "10", "--budget", "2", "--steps", "5"],
+    ],
+)
+def test_a_plots_folder_that_cannot_be_is_one_line_before_the_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """``--plots`` under a file: a ``NotADirectoryError`` traceback after the run, before."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    assert main([*argv, "--plots", str(blocker / "plots")]) == 2
+    captured = capsys.readouterr()
+    assert f"error: --plots: [Errno 20] cannot write to folder {blocker / 'plots'}" in captured.err
+    assert captured.out == ""  # refused before the work

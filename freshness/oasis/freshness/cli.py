@@ -20,6 +20,7 @@ import json
 import logging
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--plots", type=Path, default=None, help="folder for PNG plots (Figures 1-4)")
     p.add_argument("--plot-steps", type=int, default=40, help="periods shown in the state plots")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=_ephemeral)
+    p.set_defaults(func=_plotting(_ephemeral))
 
     q = _add_parser(sub, "whittle-learn", "Whittle-index Q-learning on N identical arms (papers/001)")
     msrc = q.add_mutually_exclusive_group()
@@ -87,7 +88,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--plots", type=Path, default=None, help="folder for PNG plots (Figures 1-5)")
     q.add_argument("--json", action="store_true")
-    q.set_defaults(func=_whittle_learn)
+    q.set_defaults(func=_plotting(_whittle_learn))
 
     r = _add_parser(
         sub,
@@ -108,12 +109,34 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--plots", type=Path, default=None)
     r.add_argument("--json", action="store_true")
-    r.set_defaults(func=_recrawl_eval)
+    r.set_defaults(func=_plotting(_recrawl_eval))
 
 
 def _fail(msg: str) -> int:
     print(f"error: {msg}", file=sys.stderr)
     return 2
+
+
+def _plotting(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command`` with its ``--plots`` folder written to once before it runs (a folder that cannot be, or a
+    read-only or full disk: one line and exit 2 now, not a traceback after the work), and a disk that fails
+    while the plots are written: one line, exit 1 (the table was printed)."""
+
+    def run(args: argparse.Namespace) -> int:
+        from oasis.runtime.files import FileWriteError, writable_folder
+
+        if args.plots is not None:
+            try:
+                writable_folder(args.plots)
+            except FileWriteError as exc:
+                return _fail(f"--plots: {exc}")
+        try:
+            return command(args)
+        except FileWriteError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+
+    return run
 
 
 # -- oasis ephemeral ---------------------------------------------------------------------------------------
