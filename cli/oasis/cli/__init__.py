@@ -9,7 +9,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from oasis.runtime.commands import Command, add_command_table
 
@@ -60,6 +62,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from oasis.runtime.service import configure_logging
 
     configure_logging(args.log_level)
+    json_out = getattr(args, "json_out", None)
+    if json_out is not None:  # benchmarks and `oasis crawl` write it at the end: its folder is checked first
+        from oasis.runtime.files import FileWriteError, writable_folder
+
+        try:
+            writable_folder(Path(json_out).resolve().parent)
+        except FileWriteError as exc:
+            print(f"oasis: --json-out {json_out}: {exc}", file=sys.stderr)
+            return 2
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
