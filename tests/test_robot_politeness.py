@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -47,10 +49,15 @@ def test_in_flight_blocks_host_until_finished_plus_delay() -> None:
     assert p.host_ready(H, 3.5)
 
 
-def test_robots_unreachable_retries_then_gives_up() -> None:
+def test_robots_unreachable_retries_then_gives_up(caplog: pytest.LogCaptureFixture) -> None:
     p = make()
     p.on_dispatch(H, 0.0, robots=True)
-    p.set_robots(H, 503, b"", 1.0)
+    with caplog.at_level(logging.WARNING, logger="oasis.robot.politeness"):
+        p.set_robots(H, 503, b"", 1.0)
+    # said at once (a one-shot crawl of that host waits robots_retry with nothing to show for it)
+    assert (
+        f"robots.txt of {H} unreachable (status 503; 1 of 2): nothing fetched from it for 60 s" in caplog.text
+    )
     p.on_finish(H, 1.0)
     assert p.slot(H).robots_state == UNKNOWN
     assert not p.can_fetch(f"http://{H}/x")  # complete disallow meanwhile

@@ -285,6 +285,16 @@ class Politeness:
                 slot.hold_until = now + self._config.robots_retry
                 if slot.in_flight == 0:
                     slot.next_allowed = max(slot.next_allowed, slot.hold_until)
+                # said at once: a crawl waiting on this host shows no progress until the retry
+                logger.warning(
+                    "robots.txt of %s unreachable (%s; %d of %d): nothing fetched from it for %.0f s, then"
+                    " retried",
+                    host,
+                    f"status {status}" if status else "no response",
+                    slot.robots_failures,
+                    self._config.robots_max_failures,
+                    self._config.robots_retry,
+                )
 
     def give_up(self, host: str) -> None:
         """Never request anything from ``host`` again (e.g. it resolves to a refused private address)."""
