@@ -39,7 +39,7 @@ def _locked(directory: Path) -> Any:
         return 2
     try:
         found = holds_index(directory)
-        inside = sorted(p.name for p in directory.iterdir() if p.is_dir() and holds_index(p))
+        inside = [] if found else sorted(p.name for p in directory.iterdir() if p.is_dir() and holds_index(p))
     except OSError as exc:
         print(f"error: cannot read {directory}: {exc}", file=sys.stderr)
         return 2

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from oasis.engine.wal import WAL_FILE
 from oasis.runtime.files import write_json_atomic
 
 logger = logging.getLogger(__name__)
@@ -99,8 +100,6 @@ def holds_index(directory: Path) -> bool:
     """Whether ``directory`` holds any file of an engine's index: a table of contents, a segment file, the
     segment record or the write-ahead log (current or sealed). An index with no document has its first
     table of contents; a folder with none of these is not an index, damaged or whole."""
-    from oasis.engine.wal import WAL_FILE  # here: the log's module is not needed to read an index
-
     for name in os.listdir(directory):
         if _TOC.match(name) or _SEGMENT_FILE.match(name) or name == RECORD_FILE or name.startswith(WAL_FILE):
             return True

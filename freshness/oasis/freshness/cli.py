@@ -418,7 +418,6 @@ def _whittle_learn(args: argparse.Namespace) -> int:
     if args.plots is not None:
         from oasis.freshness import plots
 
-        args.plots.mkdir(parents=True, exist_ok=True)
         tag = f"{name}_eps{cfg.epsilon:g}" + ("_const" if cfg.constant_alpha is not None else "")
         files = [
             plots.index_convergence(
@@ -518,7 +517,6 @@ def _recrawl_eval(args: argparse.Namespace) -> int:
     if args.plots is not None:
         from oasis.freshness import plots
 
-        args.plots.mkdir(parents=True, exist_ok=True)
         files = [
             plots.curves_over_time(
                 curves_F,

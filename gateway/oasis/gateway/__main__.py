@@ -22,7 +22,7 @@ from oasis.gateway.app import GatewayConfig, create_app
 from oasis.runtime.clients import BrokerClient
 from oasis.runtime.files import FileWriteError, write_json_atomic
 from oasis.runtime.logs import add_log_arguments
-from oasis.runtime.service import add_advertise_argument, advertised_address, configure_logging
+from oasis.runtime.service import add_advertise_argument, advertised_address, check_port, configure_logging
 
 logger = logging.getLogger("oasis.gateway")
 
@@ -89,11 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_level, args.log_format, service="gateway")
     try:
         advertised_address(args.host, 0, args.advertise)  # never publish a wildcard: a clear error at start
+        check_port(args.port)  # else socket.bind's OverflowError, a traceback
     except ValueError as exc:
         print(f"python -m oasis.gateway: {exc}", file=sys.stderr)
-        return 2
-    if not 0 <= args.port <= 65535:  # else socket.bind's OverflowError, a traceback
-        print(f"python -m oasis.gateway: port must be in [0, 65535], got {args.port}", file=sys.stderr)
         return 2
     try:
         sock = bind(args.host, args.port)

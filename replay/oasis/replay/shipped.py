@@ -843,11 +843,12 @@ def _config(
 ) -> ControllerConfig:
     """The robot as shipped with the JSON object ``text``'s fields replaced (``start``: the table it starts
     from unless ``text`` names one); anything else is a usage error naming ``flag``."""
+    base = SHIPPED if start is None else replace(SHIPPED, start=start)
     try:
         fields = json.loads(text)
         if not isinstance(fields, dict):
             raise TypeError(f"got {type(fields).__name__}")
-        return replace(SHIPPED, **{**({} if start is None else {"start": start}), **fields})
+        return replace(base, **fields)
     except (ValueError, TypeError) as exc:
         parser.error(f"{flag} must be a JSON object of ControllerConfig fields: {exc}")
 

@@ -62,8 +62,7 @@ class ServerConfig:
     advertise: str | None = None
 
     def __post_init__(self) -> None:
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        check_port(self.port)
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise ValueError(f"metrics_port must be in [0, 65535] or None, got {self.metrics_port}")
         check_advertised(self.host, self.advertise)
@@ -73,6 +72,13 @@ class ServerConfig:
             raise ValueError("grace_seconds and not_serving_seconds must be >= 0")
         if self.max_message_bytes < 1024:
             raise ValueError("max_message_bytes must be >= 1024")
+
+
+def check_port(port: int) -> None:
+    """A port to bind (0: ephemeral): ValueError outside [0, 65535] (``socket.bind`` would raise
+    ``OverflowError``)."""
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be in [0, 65535], got {port}")
 
 
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]", "*", "0:0:0:0:0:0:0:0"})
