@@ -16,12 +16,13 @@ probability 1/2, the two-sided exact binomial p-value of the smaller count.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from oasis.runtime.files import read_json
 
 RECORD = Path(__file__).with_name("clean_splits.json")
 
@@ -60,10 +61,7 @@ def load_record(path: Path | None = None) -> list[CleanSplit]:
     """The clean splits in the order they were run (``path``: the package's record); a malformed row is a
     ValueError naming it."""
     path = RECORD if path is None else path
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read the clean-split record {path}: {exc}") from exc
+    raw = read_json(path, "the clean-split record")  # JSONFileError (a ValueError) naming it
     if not isinstance(raw, list):
         raise ValueError(f"{path}: expected a list of splits")
     rows: list[CleanSplit] = []
