@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-32 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-33 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -247,21 +247,26 @@ TRAINING = (
     ("debian:python-mpi4py-doc", "futures mpipoolexecutor mpicommexecutor parallel tasks"),
     ("debian:python-nitime-doc", "multitaper spectral estimation coherence"),
     ("debian:python-nitime-doc", "autoregressive models granger causality"),
+    # session 27: holdout-32 was run once with session 23's robot unchanged, paired
+    ("debian:python-slixmpp-doc", "multi user chat muc bot presence subscriptions"),
+    ("debian:python-slixmpp-doc", "stanza objects handlers matchers xml stream"),
+    ("debian:python-pwntools-doc", "return oriented programming rop chains sigreturn"),
+    ("debian:python-pwntools-doc", "shellcode generation assembler encoders"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-31 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 136-139: four runs each, in
-# order); holdout-32 is unseen
+# holdout-32 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 140-143: four runs each, in
+# order); holdout-33 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
-    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 32)},
-    # session 26, fixed after holdout-31's single run and before any further design work (docs/replay.md
-    # "Session 26"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-32": (
-        ("debian:python-slixmpp-doc", "multi user chat muc bot presence subscriptions"),
-        ("debian:python-slixmpp-doc", "stanza objects handlers matchers xml stream"),
-        ("debian:python-pwntools-doc", "return oriented programming rop chains sigreturn"),
-        ("debian:python-pwntools-doc", "shellcode generation assembler encoders"),
+    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 33)},
+    # session 27, fixed after holdout-32's single run and before any further design work (docs/replay.md
+    # "Session 27"): one mid-sized web and one small; topics from each table of contents only
+    "holdout-33": (
+        ("debian:python-nipy-doc", "image registration affine transforms resampling"),
+        ("debian:python-nipy-doc", "fmri design matrix hemodynamic response glm"),
+        ("debian:python-pywt-doc", "stationary wavelet transform swt iswt"),
+        ("debian:python-pywt-doc", "wavelet packets tree nodes decomposition"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

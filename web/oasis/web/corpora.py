@@ -34,7 +34,8 @@
   ``python-can-doc`` (at /usr/share/doc/python3-can/html) and ``python-pygments-doc``; holdout-29 (session
   24): ``python-taurus-doc`` and ``python-hypothesis-doc``; holdout-30 (session 24): ``python-sfepy-doc`` and
   ``python-ldap-doc``; holdout-31 (session 25): ``python-mpi4py-doc`` and ``python-nitime-doc``;
-  holdout-32 (session 26): ``python-slixmpp-doc`` and ``python-pwntools-doc``.
+  holdout-32 (session 26): ``python-slixmpp-doc`` and ``python-pwntools-doc``; holdout-33 (session 27):
+  ``python-nipy-doc`` and ``python-pywt-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -247,6 +248,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (slixmpp, an XMPP library) and one small (pwntools): docs/replay.md
         _experiment("python-slixmpp-doc", "slixmpp"),
         _experiment("python-pwntools-doc", "pwntools"),
+        # holdout-33 (session 27), fixed after holdout-32's single run, before any further design work: one
+        # mid-sized web (NIPY, neuroimaging in Python) and one small (PyWavelets): docs/replay.md
+        _experiment("python-nipy-doc", "nipy"),
+        _experiment("python-pywt-doc", "pywt"),
     )
 }
 ALL = "all"
