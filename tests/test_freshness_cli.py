@@ -173,5 +173,8 @@ def test_a_plots_folder_that_cannot_be_is_one_line_before_the_work(
     blocker.write_text("x", encoding="utf-8")
     assert main([*argv, "--plots", str(blocker / "plots")]) == 2
     captured = capsys.readouterr()
-    assert f"error: --plots: [Errno 20] cannot write to folder {blocker / 'plots'}" in captured.err
+    assert (
+        f"error: --plots: cannot write to folder {blocker / 'plots'}: {blocker} is a file, not a folder"
+        in captured.err
+    )
     assert captured.out == ""  # refused before the work

@@ -124,7 +124,10 @@ def test_a_damaged_series_keeps_its_whole_samples_and_oasis_report_plots_them(
     blocked.write_text("x", encoding="utf-8")
     assert main(["report", "--state-dir", str(tmp_path), "--out", str(blocked / "plots")]) == 1
     captured = capsys.readouterr()
-    assert f"oasis report: [Errno 20] cannot write to folder {blocked / 'plots'}" in captured.err
+    assert (
+        f"oasis report: cannot write to folder {blocked / 'plots'}: {blocked} is a file, not a folder"
+        in captured.err
+    )
     assert captured.out == ""
 
 

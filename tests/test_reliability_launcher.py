@@ -245,4 +245,4 @@ def test_a_service_whose_address_file_cannot_be_written_stops_with_one_line(
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
-    assert last == f"{says}[Errno 30] cannot write {ro / 'address.json'}: Read-only file system"
+    assert last == f"{says}cannot write {ro / 'address.json'}: Read-only file system"

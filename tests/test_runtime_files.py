@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -88,8 +89,12 @@ def test_unwritable_directory_is_a_clear_error(tmp_path: Path) -> None:
     # chmod does not stop root; a parent that is a regular file stops everyone
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
-    with pytest.raises(FileWriteError, match=r"cannot write .*not-a-dir/state\.json"):
-        write_json_atomic(blocker / "state.json", {})
+    with pytest.raises(FileWriteError) as info:
+        write_json_atomic(blocker / "deeper" / "state.json", {})
+    # the message names the file in the way (it was "[Errno 20] ...: Not a directory"), and errno stays
+    target = blocker / "deeper" / "state.json"
+    assert str(info.value) == f"cannot write {target}: {blocker} is a file, not a folder"
+    assert info.value.errno == errno.ENOTDIR
     assert isinstance(FileWriteError(1, "x"), OSError)  # callers that catch OSError keep working
     assert list(tmp_path.iterdir()) == [blocker]
 
@@ -111,8 +116,12 @@ def test_writable_folder_creates_the_folder_and_leaves_no_probe(tmp_path: Path) 
     assert list(folder.iterdir()) == []  # the probe page was written and removed
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
-    with pytest.raises(FileWriteError, match=re.escape(f"cannot write to folder {blocker / 'out'}")):
+    with pytest.raises(FileWriteError) as info:
         files.writable_folder(blocker / "out")
+    assert str(info.value) == f"cannot write to folder {blocker / 'out'}: {blocker} is a file, not a folder"
+    with pytest.raises(FileWriteError) as info:  # the folder itself a file ("File exists", before)
+        files.writable_folder(blocker)
+    assert str(info.value) == f"cannot write to folder {blocker}: {blocker} is a file, not a folder"
 
 
 def test_writable_folder_reports_a_disk_that_refuses_the_first_page(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis.robot.scheduling import SHIPPED, Discovered, FetchOutcome, make_controller
+from oasis.runtime.files import write_json_atomic
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -96,7 +97,5 @@ def run(args: argparse.Namespace) -> int:
             f"{r['restore_vs_parse']:>13.2f} {'yes' if r['same_decisions'] else 'NO':>5}"
         )
     if args.json_out:
-        args.json_out.write_text(
-            json.dumps({"benchmark": "checkpoint", "rows": rows}, indent=1), encoding="utf-8"
-        )
+        write_json_atomic(args.json_out, {"benchmark": "checkpoint", "rows": rows}, indent=1)
     return 0 if all(r["same_decisions"] for r in rows) else 1

@@ -13,7 +13,6 @@ Rows:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 from tqdm import tqdm
 
 from oasis.bench._stats import percentile
+from oasis.runtime.files import write_json_atomic
 
 
 def _oasis(*args: str) -> list[str]:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             f"{row['ratio_to_import_grpc']:>13.2f}x"
         )
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps({"benchmark": "cli-start", "rows": rows}, indent=2))
+        write_json_atomic(args.json_out, {"benchmark": "cli-start", "rows": rows}, indent=2)
     return 0
 
 

@@ -48,6 +48,7 @@ from typing import Any
 
 from oasis.bench._stats import process_cpu_seconds
 from oasis.replay.figures import write_figure
+from oasis.runtime.files import write_json_atomic
 from oasis.runtime.spawn import ServiceProcess, spawn_service
 
 logger = logging.getLogger(__name__)
@@ -460,7 +461,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"robot / raw whoosh indexing = {by_mode['robot']['ratio_vs_whoosh']:.2f}x")
     if args.json_out is not None:
-        args.json_out.write_text(json.dumps(result, indent=1))
+        write_json_atomic(args.json_out, result, indent=1)
     if args.plot is not None:
         _plot(result, args.plot)
     return 0

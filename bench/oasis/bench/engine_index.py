@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from oasis.bench._stats import percentile, process_cpu_seconds
 from oasis.replay.figures import write_figure
+from oasis.runtime.files import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -409,7 +410,7 @@ def _run(args: argparse.Namespace) -> int:
     )
     print_table(result)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(result, indent=2))
+        write_json_atomic(args.json_out, result, indent=2)
         print(f"wrote {args.json_out}")
     if args.plot:
         plot(result, Path(args.plot))

@@ -16,7 +16,6 @@ milliseconds at p50. Alternating the two modes query by query keeps machine drif
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import sys
@@ -35,6 +34,7 @@ from oasis.bench._stats import percentile
 from oasis.bench.query_latency import start_broker
 from oasis.gateway.search import broker_k
 from oasis.runtime.clients import BrokerClient
+from oasis.runtime.files import write_json_atomic
 from oasis.runtime.spawn import ServiceProcess, spawn_service
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             "rows": [asdict(r) for r in rows],
             "added_p50_ms": added,
         }
-        Path(args.json_out).write_text(json.dumps(out, indent=2))
+        write_json_atomic(args.json_out, out, indent=2)
     return 0
 
 

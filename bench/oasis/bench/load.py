@@ -34,6 +34,7 @@ from oasis.runtime.clients import (
     IndexDocument,
     ServiceError,
 )
+from oasis.runtime.files import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +147,6 @@ def run(args: argparse.Namespace) -> int:
         p50 = "-" if r["p50_ms"] is None else f"{r['p50_ms']:.1f}"
         p99 = "-" if r["p99_ms"] is None else f"{r['p99_ms']:.1f}"
         print(f"{r['clients']:>8} {r['answered']:>9} {r['qps']:>8.1f} {p50:>8} {p99:>8}  {r['errors'] or ''}")
-    args.json_out.parent.mkdir(parents=True, exist_ok=True)
-    args.json_out.write_text(json.dumps({"limit": args.limit, "pages": args.pages, "levels": rows}, indent=2))
+    write_json_atomic(args.json_out, {"limit": args.limit, "pages": args.pages, "levels": rows}, indent=2)
     print(f"wrote {args.json_out}")
     return 0

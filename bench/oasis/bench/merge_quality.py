@@ -13,7 +13,6 @@ vocabulary).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import statistics
@@ -32,6 +31,7 @@ from oasis.broker.merge import NORMALISATIONS, Normalisation
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.engine.index import InvalidQuery
 from oasis.replay.figures import write_figure
+from oasis.runtime.files import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         "rows": [asdict(r) for r in rows],
     }
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(result, indent=2))
+        write_json_atomic(args.json_out, result, indent=2)
     if args.plot:
         plot(rows, Path(args.plot))
     return 0

@@ -11,7 +11,6 @@ a cold URL-canonicalisation cache. The pages are read into memory first: no disk
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from oasis.runtime.files import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +131,6 @@ def run(args: argparse.Namespace) -> int:
             "baseline": "html.parser",
             "rows": rows,
         }
-        args.json_out.write_text(json.dumps(result, indent=2) + "\n")
+        write_json_atomic(args.json_out, result, indent=2)
         print(f"wrote {args.json_out}")
     return 0

@@ -19,7 +19,6 @@ the central engine (metrics on, the default) against a second engine on a copy o
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import sys
@@ -41,6 +40,7 @@ from oasis.bench._cluster import enter_cluster, open_central_copy, start_engine
 from oasis.bench._stats import percentile
 from oasis.broker.servicer import ROUTE_SOURCE_METADATA
 from oasis.engine.index import InvalidQuery
+from oasis.runtime.files import write_json_atomic
 from oasis.runtime.service import open_channel
 from oasis.runtime.spawn import ServiceProcess, spawn_service
 from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc
@@ -229,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         out["rows"] = [asdict(r) for r in rows]
         if args.metrics_overhead:
             out["metrics_overhead"] = overhead
-        Path(args.json_out).write_text(json.dumps(out, indent=2))
+        write_json_atomic(args.json_out, out, indent=2)
     return 0
 
 

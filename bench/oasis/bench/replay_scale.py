@@ -5,7 +5,6 @@ the same process (the ratio whittle / bfs is what drifts least on a shared machi
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import time
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from oasis.replay.simulator import Replay
 from oasis.robot.scheduling.controller import ControllerConfig, make_controller
+from oasis.runtime.files import write_json_atomic
 from oasis.web.synthetic import synthetic_web
 
 
@@ -71,7 +71,5 @@ def run(args: argparse.Namespace) -> int:
                 flush=True,
             )
     if args.json_out:
-        args.json_out.write_text(
-            json.dumps({"benchmark": "replay-scale", "rows": rows}, indent=1), encoding="utf-8"
-        )
+        write_json_atomic(args.json_out, {"benchmark": "replay-scale", "rows": rows}, indent=1)
     return 0

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gc
 import heapq
-import json
 import random
 import time
 import tracemalloc
@@ -27,6 +26,7 @@ from typing import Any
 
 from oasis.robot.scheduling import SHIPPED, ControllerConfig, Discovered, FetchOutcome, make_controller
 from oasis.robot.scheduling.gcpolicy import freeze_long_lived
+from oasis.runtime.files import write_json_atomic
 
 POLICIES = ("whittle", "whittle:generalising", "whittle:parent", "whittle:hybrid", "greedy-parent", "bfs")
 
@@ -176,5 +176,5 @@ def run(args: argparse.Namespace) -> int:
         "rows": rows,
     }
     if args.json_out:
-        args.json_out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+        write_json_atomic(args.json_out, result, indent=1)
     return 0

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from oasis.replay.figures import write_figure
+from oasis.runtime.files import write_json_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"serve ({s['pages']} pages): HTTP {s['http_pages_per_s']} pages/s, in-process "
           f"{s['in_process_pages_per_s']} pages/s, ratio {s['http_over_in_process']}")  # fmt: skip
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(result, indent=1))
+        write_json_atomic(args.json_out, result, indent=1)
     return 0
 
 

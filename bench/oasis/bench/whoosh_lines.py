@@ -22,6 +22,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from oasis.runtime.files import write_json_atomic
+
 CACHE = Path.home() / ".cache" / "oasis-bench" / "whoosh-lines"
 LINES = {
     "whoosh-2.7.4": "whoosh==2.7.4",  # the project's pin, installed the same way as the others
@@ -210,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
     for i in report["imports"]:
         print(f"python {i['python']:<8} {i['line']:<16} import ok={i['ok']} warnings={i['warnings']}")
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2))
+        write_json_atomic(args.json_out, report, indent=2)
     return 0
 
 

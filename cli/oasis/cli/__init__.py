@@ -66,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if json_out is not None:  # benchmarks and `oasis crawl` write it at the end: its folder is checked first
         from oasis.runtime.files import FileWriteError, writable_folder
 
+        if Path(json_out).is_dir():
+            print(f"oasis: --json-out {json_out}: a folder; name the file to write", file=sys.stderr)
+            return 2
         try:
             writable_folder(Path(json_out).resolve().parent)
         except FileWriteError as exc:
@@ -75,3 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # a result the disk refused at the end (full, read-only): the file and why
+        from oasis.runtime.files import FileWriteError
+
+        if not isinstance(exc, FileWriteError):
+            raise
+        print(f"oasis {args.command}: {exc}", file=sys.stderr)
+        return 1

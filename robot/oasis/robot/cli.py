@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from oasis.runtime.files import write_json_atomic
 from oasis.runtime.spawn import spawn_service
 
 logger = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ def run_crawl(args: argparse.Namespace) -> int:
             engine.close()
         _print_summary(s, address)
         if args.json_out is not None:
-            args.json_out.write_text(json.dumps(s.__dict__, indent=2, default=str))
+            write_json_atomic(args.json_out, s.__dict__, indent=2, default=str)
         return 0
     finally:
         if engine_proc is not None:

@@ -8,12 +8,13 @@ file or the new one, never half of one, and once the call returns the new conten
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,7 +22,25 @@ logger = logging.getLogger(__name__)
 
 
 class FileWriteError(OSError):
-    """A durable write failed (full or read-only disk, missing permissions); the old file is intact."""
+    """A durable write failed (full or read-only disk, missing permissions); the old file is intact.
+
+    Its text is the message alone, which already says the reason (``cannot write X: No space left on
+    device``), without ``OSError``'s ``[Errno 28]`` prefix; ``errno`` keeps the number."""
+
+    def __str__(self) -> str:
+        return str(self.strerror) if self.strerror is not None else super().__str__()
+
+
+def _reason(path: Path, exc: OSError) -> str:
+    """Why ``path`` (a file or folder to create) could not be: for "File exists" / "Not a directory" from
+    creating its folders, the file that stands where a folder has to be; otherwise the system's reason."""
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        for ancestor in (path, *path.parents):
+            if ancestor.exists() or ancestor.is_symlink():
+                if not ancestor.is_dir():
+                    return f"{ancestor} is a file, not a folder"
+                break
+    return str(exc.strerror or exc)
 
 
 class JSONFileError(ValueError):
@@ -64,7 +83,7 @@ def atomic_writer(path: str | os.PathLike[str], *, durable: bool = True) -> Iter
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:
-        raise FileWriteError(exc.errno, f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise FileWriteError(exc.errno, f"cannot write {target}: {_reason(target.parent, exc)}") from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
@@ -89,11 +108,13 @@ def write_json_atomic(
     indent: int | None = None,
     compact: bool = False,
     durable: bool = True,
+    default: Callable[[Any], Any] | None = None,
 ) -> None:
     """Write ``data`` as JSON with :func:`write_bytes_atomic`. Serialisation happens before any file is
-    touched, so an unserialisable object leaves nothing behind (``TypeError``/``ValueError``)."""
+    touched, so an unserialisable object leaves nothing behind (``TypeError``/``ValueError``); ``default``
+    as for :func:`json.dumps`."""
     separators = (",", ":") if compact else None
-    text = json.dumps(data, indent=indent, separators=separators)
+    text = json.dumps(data, indent=indent, separators=separators, default=default)
     write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
 
 
@@ -156,7 +177,7 @@ def writable_folder(path: str | os.PathLike[str]) -> Path:
 
 
 def _folder_error(folder: Path, exc: OSError) -> FileWriteError:
-    return FileWriteError(exc.errno, f"cannot write to folder {folder}: {exc.strerror or exc}")
+    return FileWriteError(exc.errno, f"cannot write to folder {folder}: {_reason(folder, exc)}")
 
 
 class FolderBusy(OSError):
