@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def test_a_huge_file_is_read_no_further_than_a_page_is_parsed(tmp_path: Path) ->
 
     huge = tmp_path / "huge.html"
     with huge.open("wb") as f:
-        f.write(b"<title>big</title><p>socket " + b"word " * 100 + b"</p>")
+        f.write(b"<title>big</title><p>socket " + b"word " * 400 + b"</p>")  # text past the sniffed bytes
         f.truncate(2 * 1024**3)  # sparse: no disk used
     tracemalloc.start()
     try:
@@ -44,3 +45,32 @@ def test_a_huge_file_is_read_no_further_than_a_page_is_parsed(tmp_path: Path) ->
         tracemalloc.stop()
     assert doc.title == "big" and doc.text.startswith("socket word")
     assert peak < 16 * MAX_BYTES  # the whole file would be 512 x MAX_BYTES
+
+
+def test_binary_files_named_html_are_skipped_and_text_in_any_encoding_is_not(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``oasis index`` of a folder indexed a PNG, a gzipped page and a NUL-filled file named .html as junk
+    documents of replacement characters. Now they are skipped with a warning naming each (WHATWG's "binary
+    data byte" in the first 1,445 bytes); UTF-16 with its byte-order mark, windows-1252 and a page with tabs,
+    form feeds and escapes are still pages."""
+    import codecs
+    import gzip
+
+    from oasis.cluster.commands import documents_from_files
+
+    page = "<title>{}</title><p>socket\tselect\x0c poll \x1b epoll caf\u00e9</p>"
+    (tmp_path / "utf8.html").write_text(page.format("utf8"), encoding="utf-8")
+    (tmp_path / "utf16.html").write_bytes(codecs.BOM_UTF16_LE + page.format("utf16").encode("utf-16-le"))
+    (tmp_path / "cp1252.html").write_bytes(page.format("cp1252").encode("windows-1252"))
+    (tmp_path / "image.html").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    (tmp_path / "packed.html").write_bytes(gzip.compress(page.format("packed").encode() * 50))
+    (tmp_path / "zeros.html").write_bytes(b"\0" * 3000)
+    with caplog.at_level(logging.WARNING):
+        docs = list(documents_from_files([tmp_path]))
+    assert sorted(d.title for d in docs) == ["cp1252", "utf16", "utf8"]
+    assert all(d.text == "socket select poll \x1b epoll caf\u00e9" for d in docs)
+    skipped = sorted(r.getMessage() for r in caplog.records)
+    assert skipped == [
+        f"skipping {tmp_path / n}: binary data, not HTML" for n in ("image.html", "packed.html", "zeros.html")
+    ]

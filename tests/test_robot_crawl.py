@@ -152,6 +152,7 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
         for kind in (f.TOO_LARGE, f.TIMEOUT, f.NON_HTML, f.HTTP_5XX, f.BAD_REDIRECT, f.REDIRECT):
             assert status.errors.get(kind, 0) >= 1, (kind, status.errors)
         assert status.errors[f.TOO_LARGE] >= 2  # gzip bomb and endless chunked
+        assert status.errors[f.NON_HTML] >= 2  # the PDF, and the binary data served as text/html
         # redirect target crawled; the loop ended (each URL fetched once)
         assert a.paths().count("/target.html") == 1
         assert a.paths().count("/loop1") == 1 and a.paths().count("/loop2") == 1

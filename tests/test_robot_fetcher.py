@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import gzip
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -28,6 +30,11 @@ def web() -> Iterator[LocalWeb]:
             "/unavailable": page("down", status=503),
             "/pdf": page("%PDF", ctype="application/pdf"),
             "/big": raw(b"<p>" + b"a" * 300_000 + b"</p>"),
+            "/binary": raw(bytes(range(256)) * 64),
+            "/tiny-binary": raw(b"\x00\x01"),  # under the sniffed 1,445 bytes: looked at when it ends
+            "/packed": raw(gzip.compress(b"<title>P</title>" + b"<p>page</p>" * 500)),  # no Content-Encoding
+            "/utf16": raw("<title>U</title>page".encode("utf-16-le"), ctype="text/html; charset=UTF-16LE"),
+            "/utf16-bom": raw(codecs.BOM_UTF16_LE + "<title>U</title>page".encode("utf-16-le")),
             "/bomb": gzip_bomb(64),
             "/chunked": endless_chunked,
             "/slow": slowloris(20.0, 0.2),
@@ -81,6 +88,18 @@ def test_ok_with_charset_and_xhtml(web: LocalWeb, fetcher: f.Fetcher) -> None:
     assert res.finished >= res.started
     assert fetcher.fetch(web.url("/xhtml")).kind == f.OK
     assert web.log[-1].user_agent.startswith("OasisRobot/")
+
+
+def test_binary_data_served_as_html_is_no_page(web: LocalWeb, fetcher: f.Fetcher) -> None:
+    """A PNG, archive or gzipped page served as text/html was fetched as a page and indexed as replacement
+    characters; now it is NON_HTML, like a PDF. UTF-16 pages hold NUL bytes and are still pages."""
+    for path in ("/binary", "/tiny-binary", "/packed"):
+        res = fetcher.fetch(web.url(path))
+        assert (res.kind, res.status, res.content) == (f.NON_HTML, 200, b""), path
+        assert res.message == "binary data served as text/html"
+    for path in ("/utf16", "/utf16-bom"):
+        res = fetcher.fetch(web.url(path))
+        assert res.kind == f.OK and "page".encode("utf-16-le") in res.content, path
 
 
 def test_retry_after_is_read(web: LocalWeb, fetcher: f.Fetcher) -> None:

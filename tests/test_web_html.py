@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oasis.runtime.html import collapse_whitespace, decode_html, parse_html
+from oasis.runtime.html import SNIFF_BYTES, collapse_whitespace, decode_html, looks_binary, parse_html
 from oasis.runtime.urls import canonicalize
 
 BASE = "http://Example.COM:80/docs/page.html"
@@ -216,6 +216,29 @@ def test_fuzz_never_raises_and_links_are_canonical(markup: str, as_bytes: bool, 
 def test_fuzz_binary_never_raises(raw: bytes) -> None:
     page = parse_html(raw, "https://fuzz.example/", max_bytes=1024)
     assert all(urlsplit(link.url).scheme in ("http", "https") for link in page.links)
+
+
+_TEXT_CHARS = st.characters(
+    blacklist_categories=("Cs",),
+    blacklist_characters=[chr(i) for i in range(32) if i not in (9, 10, 12, 13, 27)],
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    text=st.text(_TEXT_CHARS, max_size=600),
+    junk=st.binary(max_size=64),
+    codec=st.sampled_from(["utf-8", "utf-16", "utf-32"]),
+)
+def test_looks_binary_is_whatwgs_binary_data_byte_rule(text: str, junk: bytes, codec: str) -> None:
+    """Text in any encoding is never binary (UTF-16/32 with their byte-order marks: Python's codecs write
+    one); one binary data byte among the first 1,445 makes it binary, and only there."""
+    assert not looks_binary(text.encode(codec))
+    plain = text.encode("utf-8")
+    assert looks_binary(plain + b"\x00" + junk) == (len(plain) < SNIFF_BYTES)
+    assert looks_binary(plain + b"\x1a") == (len(plain) < SNIFF_BYTES)
+    assert not looks_binary(("x" * SNIFF_BYTES).encode() + b"\x00" + junk)
+    assert not looks_binary(text.encode("utf-16-le"), "UTF-16LE")  # no mark, but the charset says so
 
 
 def test_collapse_whitespace_is_the_regex_definition_for_every_unicode_space() -> None:

@@ -517,7 +517,7 @@ def documents_from_files(paths: list[Path], base_url: str | None = None) -> Iter
     from urllib.parse import quote
 
     from oasis.runtime.clients import IndexDocument
-    from oasis.runtime.html import MAX_BYTES, parse_html
+    from oasis.runtime.html import MAX_BYTES, looks_binary, parse_html
 
     base = None if base_url is None else base_url if base_url.endswith("/") else base_url + "/"
     for f, root in html_files(paths):
@@ -531,6 +531,9 @@ def documents_from_files(paths: list[Path], base_url: str | None = None) -> Iter
             mtime = f.stat().st_mtime
         except OSError as exc:
             logger.warning("skipping %s: %s", f, exc)
+            continue
+        if looks_binary(content):
+            logger.warning("skipping %s: binary data, not HTML", f)
             continue
         page = parse_html(content, url)
         yield IndexDocument(url=url, title=page.title, text=page.text, fetch_time=mtime)

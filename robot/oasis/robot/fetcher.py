@@ -28,6 +28,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from oasis.robot.config import RobotConfig
+from oasis.runtime.html import SNIFF_BYTES, looks_binary
 from oasis.runtime.urls import InvalidURL, canonicalize
 
 logger = logging.getLogger(__name__)
@@ -242,6 +243,18 @@ class Fetcher:
         """An unsuccessful result of kind ``kind``, finished now."""
         return FetchResult(url, kind, status=status, started=started, finished=self._clock(), message=message)
 
+    def _binary(self, url: str, status: int, media: str, started: float) -> FetchResult:
+        """Binary data served as HTML (:func:`oasis.runtime.html.looks_binary`): not a page, like a PDF."""
+        return FetchResult(
+            url,
+            NON_HTML,
+            status=status,
+            content_type=media,
+            started=started,
+            finished=self._clock(),
+            message=f"binary data served as {media or '(no type)'}",
+        )
+
     def _get(
         self,
         url: str,
@@ -308,12 +321,17 @@ class Fetcher:
                 )
             body = bytearray()
             raw = resp.raw
+            sniffed = not html_only  # an HTML page's first bytes are looked at once: binary data is no page
             while True:
                 # read1: returns after one socket read, so the deadline is checked between trickled bytes
                 chunk = raw.read1(CHUNK, decode_content=True)
                 if not chunk:
                     break
                 body += chunk
+                if not sniffed and len(body) >= SNIFF_BYTES:
+                    sniffed = True
+                    if looks_binary(bytes(body[:SNIFF_BYTES]), charset):
+                        return self._binary(url, status, media, started)
                 if len(body) > cap and truncate:
                     del body[cap:]
                     break
@@ -331,6 +349,8 @@ class Fetcher:
                         f"response not complete within {cfg.total_timeout} s",
                         status=status,
                     )
+            if not sniffed and looks_binary(bytes(body), charset):
+                return self._binary(url, status, media, started)
             return FetchResult(
                 url,
                 OK,

@@ -94,6 +94,26 @@ def collapse_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+# WHATWG MIME Sniffing, "binary data byte": control bytes no text format uses (NUL, the C0 controls but
+# tab, LF, FF, CR and ESC); looked for in the "resource header", the first 1,445 bytes
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+SNIFF_BYTES = 1445
+_WIDE_CHARSETS = ("utf-16", "utf-32", "utf16", "utf32", "ucs-2", "ucs2", "ucs-4", "ucs4")
+
+
+def looks_binary(content: bytes, charset: str | None = None) -> bool:
+    """Whether a response or file said to be HTML is binary data (an image, an archive, a compressed page
+    without its Content-Encoding): a binary data byte in its first :data:`SNIFF_BYTES`, as browsers sniff a
+    resource whose type is unknown (WHATWG MIME Sniffing, "rules for distinguishing if a resource is text
+    or binary"). Not binary: a UTF-16 or UTF-8 byte-order mark, or a UTF-16/32 ``charset`` (their text
+    holds NUL bytes)."""
+    if content.startswith((codecs.BOM_UTF8, codecs.BOM_UTF16_BE, codecs.BOM_UTF16_LE)):
+        return False
+    if charset is not None and charset.strip().lower().startswith(_WIDE_CHARSETS):
+        return False
+    return _BINARY_BYTES.search(content, 0, SNIFF_BYTES) is not None
+
+
 def decode_html(content: bytes, encoding: str | None = None) -> tuple[str, str]:
     """Decode HTML bytes to text; returns ``(text, encoding used)``. Never raises."""
     bom_stripped, bom_encoding = EncodingDetector.strip_byte_order_mark(content)
