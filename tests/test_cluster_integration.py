@@ -137,7 +137,13 @@ def test_search_returns_topic_pages_from_the_right_engine(cluster: Path, indexed
 def test_bad_query_gets_a_clear_error(cluster: Path, indexed: dict[str, Any]) -> None:
     proc = oasis(cluster, "search", "   ", check=False)
     assert proc.returncode == 2
-    assert "INVALID_ARGUMENT" in proc.stderr
+    assert proc.stderr.strip().splitlines() == ["oasis search: empty query"], proc.stderr
+    # an engine's refusal passed on by the broker: the engine's own words, as the search page shows them
+    # (before: "broker ADDR Search: INVALID_ARGUMENT: the engines refused the query: engine ADDR Search: ...")
+    proc = oasis(cluster, "search", "url:http*", check=False)
+    assert proc.returncode == 2
+    said = "oasis search: 'url:http*': fields cannot be searched; search for the words alone"
+    assert proc.stderr.strip().splitlines() == [said], proc.stderr
 
 
 def test_killed_engine_gives_partial_results_within_deadline_then_recovers(

@@ -131,6 +131,16 @@ def test_bad_input_gets_clear_errors_and_service_keeps_serving(engine: Engine) -
     expect_error(grpc.StatusCode.INVALID_ARGUMENT, "limit 4096", lambda: engine.search("rocket " * 15_000))
     expect_error(grpc.StatusCode.INVALID_ARGUMENT, "no searchable terms", lambda: engine.search("AND OR"))
     expect_error(grpc.StatusCode.INVALID_ARGUMENT, "offset", lambda: engine.search("rocket", offset=-3))
+    # a refused wildcard says what is wrong with it, as written (before: "unsupported query element Every"
+    # for "*", and "'url:http': fields cannot be searched, and a wildcard needs letters" for both of these)
+    for query, says in (
+        ("*", "'*' alone would match every page: a wildcard needs at least 2 letters before * or ?"),
+        ("url:http*", "'url:http*': fields cannot be searched; search for the words alone"),
+        ("foo-bar*", "'foo-bar*': a wildcard applies to one word: letters or digits before * or ?"),
+        ("r*", "'r*': a wildcard needs at least 2 letters before * or ?"),
+    ):
+        expect_error(grpc.StatusCode.INVALID_ARGUMENT, says, lambda q=query: engine.search(q))  # type: ignore[misc]
+    assert engine.search("rock*").total == 1
     expect_error(
         grpc.StatusCode.INVALID_ARGUMENT,
         "invalid URL",

@@ -476,8 +476,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         result = client.search(args.query, k=args.k, deadline_ms=args.deadline_ms)
     except ServiceError as exc:
+        if exc.code == "INVALID_ARGUMENT":  # the query: the engine's words, as the search page shows them
+            print(f"oasis search: {exc.reason}", file=sys.stderr)
+            return 2
         print(f"oasis search: {exc}", file=sys.stderr)
-        return 2 if exc.code == "INVALID_ARGUMENT" else 1
+        return 1
     finally:
         client.close()
     if args.json:

@@ -65,15 +65,25 @@ def check(q: wquery.Query) -> None:
             if leaf.slop > MAX_SLOP:
                 raise QueryRefused(f"phrase slop {leaf.slop} is over the limit of {MAX_SLOP}")
         elif isinstance(leaf, wquery.PatternQuery):
-            literal = leaf._find_prefix(leaf.text) if isinstance(leaf, wquery.Wildcard) else leaf.text
-            if not _LITERAL.match(literal or "-"):
+            wildcard = isinstance(leaf, wquery.Wildcard)
+            literal = leaf._find_prefix(leaf.text) if wildcard else leaf.text
+            shown = repr(leaf.text if wildcard else leaf.text + "*")  # as the user wrote it
+            if ":" in literal:
+                raise QueryRefused(f"{shown}: fields cannot be searched; search for the words alone")
+            if literal and not _LITERAL.match(literal):
                 raise QueryRefused(
-                    f"{leaf.text!r}: fields cannot be searched, and a wildcard needs letters before * or ?"
+                    f"{shown}: a wildcard applies to one word: letters or digits before * or ?, "
+                    "no punctuation"
                 )
             if len(literal) < MIN_WILDCARD_PREFIX:
                 raise QueryRefused(
-                    f"{leaf.text!r}: a wildcard needs at least {MIN_WILDCARD_PREFIX} letters before * or ?"
+                    f"{shown}: a wildcard needs at least {MIN_WILDCARD_PREFIX} letters before * or ?"
                 )
+        elif isinstance(leaf, wquery.Every):
+            raise QueryRefused(
+                f"'*' alone would match every page: a wildcard needs at least {MIN_WILDCARD_PREFIX} letters "
+                "before * or ?"
+            )
         elif not isinstance(leaf, wquery.Term):
             raise QueryRefused(f"unsupported query element {type(leaf).__name__}")
 

@@ -212,7 +212,7 @@ def create_app(broker: Broker, config: GatewayConfig, metrics: Metrics | None = 
         except ServiceError as exc:
             metrics.broker.labels(exc.code.lower()).observe(time.perf_counter() - start)
             if exc.code == "INVALID_ARGUMENT":
-                return error(params.format, 400, str(exc).rsplit("INVALID_ARGUMENT: ", 1)[-1], params.query)
+                return error(params.format, 400, exc.reason, params.query)
             logger.warning("search %r: broker failed: %s", params.query[:80], exc)
             message = f"the search broker is unavailable ({exc.code}); try again shortly"
             extra = {"query": params.query, "unresponsive_engines": [["broker", exc.code]]}

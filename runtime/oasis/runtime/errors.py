@@ -12,3 +12,10 @@ class ServiceError(RuntimeError):
     def __init__(self, message: str, code: str = "UNKNOWN") -> None:
         super().__init__(message)
         self.code = code
+
+    @property
+    def reason(self) -> str:
+        """The innermost service's own words, without the chain of addresses and codes before them (a broker
+        passes an engine's refusal on as "broker ADDR Search: INVALID_ARGUMENT: the engines refused the
+        query: engine ADDR Search: INVALID_ARGUMENT: WHY"): what a user is shown of a refused request."""
+        return str(self).rsplit(f"{self.code}: ", 1)[-1]
