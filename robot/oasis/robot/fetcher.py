@@ -243,8 +243,8 @@ class Fetcher:
         """An unsuccessful result of kind ``kind``, finished now."""
         return FetchResult(url, kind, status=status, started=started, finished=self._clock(), message=message)
 
-    def _binary(self, url: str, status: int, media: str, started: float) -> FetchResult:
-        """Binary data served as HTML (:func:`oasis.runtime.html.looks_binary`): not a page, like a PDF."""
+    def _not_html(self, url: str, status: int, media: str, started: float, message: str) -> FetchResult:
+        """A response that is no page: another content type, or binary data served as HTML."""
         return FetchResult(
             url,
             NON_HTML,
@@ -252,7 +252,7 @@ class Fetcher:
             content_type=media,
             started=started,
             finished=self._clock(),
-            message=f"binary data served as {media or '(no type)'}",
+            message=message,
         )
 
     def _get(
@@ -300,15 +300,7 @@ class Fetcher:
             if status >= 500 or status < 200:
                 return self._failed(url, HTTP_5XX, started, status=status)
             if html_only and media not in cfg.content_types:
-                return FetchResult(
-                    url,
-                    NON_HTML,
-                    status=status,
-                    content_type=media,
-                    started=started,
-                    finished=self._clock(),
-                    message=f"content type {media or '(none)'!r}",
-                )
+                return self._not_html(url, status, media, started, f"content type {media or '(none)'!r}")
             declared = resp.headers.get("Content-Length", "")
             if (
                 declared.isdigit()
@@ -322,6 +314,7 @@ class Fetcher:
             body = bytearray()
             raw = resp.raw
             sniffed = not html_only  # an HTML page's first bytes are looked at once: binary data is no page
+            binary = f"binary data served as {media}"  # (:func:`oasis.runtime.html.looks_binary`)
             while True:
                 # read1: returns after one socket read, so the deadline is checked between trickled bytes
                 chunk = raw.read1(CHUNK, decode_content=True)
@@ -331,7 +324,7 @@ class Fetcher:
                 if not sniffed and len(body) >= SNIFF_BYTES:
                     sniffed = True
                     if looks_binary(bytes(body[:SNIFF_BYTES]), charset):
-                        return self._binary(url, status, media, started)
+                        return self._not_html(url, status, media, started, binary)
                 if len(body) > cap and truncate:
                     del body[cap:]
                     break
@@ -350,7 +343,7 @@ class Fetcher:
                         status=status,
                     )
             if not sniffed and looks_binary(bytes(body), charset):
-                return self._binary(url, status, media, started)
+                return self._not_html(url, status, media, started, binary)
             return FetchResult(
                 url,
                 OK,
