@@ -45,6 +45,18 @@ def test_file_overrides(tmp_path: Path) -> None:
         ({"cluster": {"lease_seconds": 1, "heartbeat_seconds": 2},
           "topic": [{"name": "a", "keywords": ["x"]}]}, "heartbeat"),
         ({"cluster": {"lease_seconds": "soon"}, "topic": [{"name": "a", "keywords": ["x"]}]}, "bad value"),
+        # misspelt or unknown keys and tables: silently ignored before (the default kept without a word)
+        ({"robot": {"max_in_fligth": 8}, "topic": [{"name": "a", "keywords": ["x"]}]},
+         "^\\[robot\\]: unknown key 'max_in_fligth'; did you mean 'max_in_flight'\\?$"),
+        ({"topics": [{"name": "a", "keywords": ["x"]}]},
+         "^top level: unknown key 'topics'; did you mean 'topic'\\?$"),
+        ({"topic": [{"name": "a", "keywords": ["x"], "keyword": ["y"]}]},
+         "^\\[\\[topic\\]\\] 'a': unknown key 'keyword'; did you mean 'keywords'\\?$"),
+        ({"web": {"zzz": 1}, "topic": [{"name": "a", "keywords": ["x"]}]},
+         "^\\[web\\]: unknown key 'zzz'; known: change_seed, "),
+        ({"robot": 5, "topic": [{"name": "a", "keywords": ["x"]}]}, "^\\[robot\\] must be a table, got 5$"),
+        ({"topic": {"name": "a", "keywords": ["x"]}}, "^topic must be \\[\\[topic\\]\\] tables"),
+        ({"topic": ["a"]}, "^\\[\\[topic\\]\\] must be a table, got 'a'$"),
     ],
 )  # fmt: skip
 def test_bad_configs_get_clear_errors(data: dict[str, object], message: str) -> None:
@@ -59,6 +71,14 @@ def test_unparsable_toml(tmp_path: Path) -> None:
         load_config(path)
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.toml")
+    binary = tmp_path / "binary.toml"  # a UnicodeDecodeError traceback from `oasis up --config`, before
+    binary.write_bytes(b"[cluster]\n\xa2\x00\xff")
+    with pytest.raises(ConfigError) as info:
+        load_config(binary)
+    assert (
+        str(info.value)
+        == f"cannot read {binary}: not UTF-8 text (byte 0xa2 at offset 10); a cluster TOML is UTF-8"
+    )
 
 
 def _learning_toml(tmp_path: Path, robot: str, topics: str) -> Path:

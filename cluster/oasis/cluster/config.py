@@ -14,6 +14,7 @@ each ``[[node]]`` a ``name``, an ``address`` (advertised; also bound unless ``bi
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -292,7 +293,62 @@ def _path(table: dict[str, Any], key: str, where: str, base_dir: Path | None) ->
     return path
 
 
-def _topic(raw: dict[str, Any], base_dir: Path | None) -> TopicConfig:
+# every key each table of a cluster TOML may hold: a misspelt one is an error, not a default silently kept
+TABLE_KEYS: dict[str, frozenset[str]] = {
+    "": frozenset({"cluster", "web", "robot", "gateway", "topic", "node"}),
+    "[cluster]": frozenset(
+        {
+            "lease_seconds",
+            "heartbeat_seconds",
+            "route_cache_seconds",
+            "default_deadline_ms",
+            "max_concurrent_queries",
+            "log_format",
+            "directory",
+            "broker",
+        }
+    ),
+    "[web]": frozenset(
+        {"corpus", "modify_rate", "delete_rate", "create_rate", "change_seed", "evaluate_seconds"}
+    ),
+    "[robot]": frozenset(
+        {
+            "policy",
+            "min_delay",
+            "max_in_flight",
+            "max_pages",
+            "pages_per_second",
+            "recrawl",
+            "recrawl_period",
+            "min_relevance",
+            "controller_config",
+            "initial_q_table",
+            "progress_seconds",
+            "initial_rates",
+        }
+    ),
+    "[gateway]": frozenset({"port"}),
+    "[[topic]]": frozenset({"name", "description", "keywords", *ROBOT_FILES}),
+    "[[node]]": frozenset({"name", "address", "bind", "services", "ports"}),
+}
+
+
+def _table(raw: object, where: str) -> dict[str, Any]:
+    """``raw`` as the table ``where`` of a cluster TOML, every key a known one (else :class:`ConfigError`
+    naming the key, with the nearest known key when one is close)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where or 'the configuration'} must be a table, got {raw!r}")
+    known = TABLE_KEYS[where]
+    for key in sorted(set(raw) - known):
+        near = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else f"; known: {', '.join(sorted(known))}"
+        name = f" {raw['name']!r}" if where.startswith("[[") and "name" in raw else ""
+        raise ConfigError(f"{where or 'top level'}{name}: unknown key {key!r}{hint}")
+    return raw
+
+
+def _topic(raw: object, base_dir: Path | None) -> TopicConfig:
+    raw = _table(raw, "[[topic]]")
     try:
         name = str(raw["name"])
         return TopicConfig(
@@ -306,11 +362,7 @@ def _topic(raw: dict[str, Any], base_dir: Path | None) -> TopicConfig:
 
 
 def _node(raw: object) -> NodeConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"[[node]] must be a table, got {raw!r}")
-    unknown = sorted(set(raw) - {"name", "address", "bind", "services", "ports"})
-    if unknown:
-        raise ConfigError(f"[[node]] {raw.get('name', '?')!r}: unknown key {unknown[0]!r}")
+    raw = _table(raw, "[[node]]")
     try:
         name, address = raw["name"], raw["address"]
     except KeyError as exc:
@@ -332,12 +384,16 @@ def _node(raw: object) -> NodeConfig:
 def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterConfig:
     """The cluster config from parsed TOML; relative robot file paths are taken relative to ``base_dir``
     (the TOML file's folder; None: the current directory)."""
-    cluster = data.get("cluster", {})
-    web = data.get("web", {})
+    _table(data, "")
     robot = data.get("robot", {})
-    gateway = data.get("gateway", {})
-    if "q_table" in robot:
+    if isinstance(robot, dict) and "q_table" in robot:
         raise ConfigError("[robot]: q_table is per robot: set it in a [[topic]] (the robot of that topic)")
+    cluster, web, robot, gateway = (
+        _table(data.get(name, {}), f"[{name}]") for name in ("cluster", "web", "robot", "gateway")
+    )
+    for many in ("topic", "node"):
+        if not isinstance(data.get(many, []), list):
+            raise ConfigError(f"{many} must be [[{many}]] tables, got {data[many]!r}")
     try:
         return ClusterConfig(
             topics=tuple(_topic(t, base_dir) for t in data.get("topic", [])),
@@ -392,6 +448,11 @@ def load_config(path: Path | None = None) -> ClusterConfig:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"cannot read {path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                f"{exc.start}); a cluster TOML is UTF-8"
+            ) from exc
         source = str(path)
     try:
         data = tomllib.loads(text)
