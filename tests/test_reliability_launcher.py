@@ -111,18 +111,25 @@ def test_second_up_on_a_running_cluster_is_refused(state: Path) -> None:
     assert sorted(processes_of(state)) == before
 
 
-def test_truncated_cluster_json_down_still_stops_everything_and_up_refuses(state: Path) -> None:
+@pytest.mark.parametrize("damage", ["truncated", "not UTF-8"])
+def test_truncated_cluster_json_down_still_stops_everything_and_up_refuses(state: Path, damage: str) -> None:
+    """A damaged ``cluster.json``: cut in half (a crash), or bytes that are not UTF-8 (a damaged disk: every
+    command, ``oasis status``, ``up`` and ``down`` alike, was a ``UnicodeDecodeError`` traceback)."""
     assert up(state).returncode == 0
     pids = processes_of(state)
     assert len(pids) == 4
     path = state / "cluster.json"
-    text = path.read_text()
-    path.write_text(text[: len(text) // 2])
+    text = path.read_bytes()
+    damaged = text[: len(text) // 2] if damage == "truncated" else b"\xbb\x00" + text[2:]
+    path.write_bytes(damaged)
+    status = oasis(state, "status")
+    assert status.returncode != 0 and "Traceback" not in status.stderr, status.stderr
+    assert f"unreadable cluster state {path}" in status.stderr
     # a second up must neither start a second cluster nor delete the state it cannot read
     again = up(state)
     assert again.returncode != 0, again.stdout
     assert "already" in again.stderr, again.stderr
-    assert path.read_text() == text[: len(text) // 2]
+    assert path.read_bytes() == damaged
     assert sorted(processes_of(state)) == sorted(pids)
     down = oasis(state, "down")
     print(down.stdout, down.stderr)

@@ -183,10 +183,10 @@ class Cluster:
     def load(cls, state_dir: Path) -> Cluster:
         cluster = cls(state_dir)
         try:
-            data = json.loads(cluster.state_path.read_text())
+            data = json.loads(cluster.state_path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise NoCluster(f"no cluster in {cluster.state_dir}: start one with `oasis up`") from exc
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # not JSON, or bytes that are not UTF-8 (a damaged disk)
             raise NoCluster(f"unreadable cluster state {cluster.state_path}: {exc}") from exc
         try:
             cluster.services = [ServiceRecord(**s) for s in data.get("services", [])]
