@@ -6,6 +6,7 @@ tested in test_directory_*.py), so these tests can make it forget and restart at
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,7 +15,13 @@ from pathlib import Path
 import grpc
 import pytest
 
-from oasis.engine.directory_client import DirectoryClient, DirectoryUnavailable, Registration
+from oasis.engine.directory_client import (
+    OWNER_FILE,
+    DirectoryClient,
+    DirectoryUnavailable,
+    Registration,
+    owner_token,
+)
 from oasis.engine.index import IndexLimits, TopicIndex, Upsert, make_upsert
 from oasis.engine.servicer import summary_to_proto
 from oasis.engine.topic import Topic
@@ -143,3 +150,25 @@ def test_client_maps_rpc_errors_to_a_domain_error() -> None:
             client.deregister("e1")
     finally:
         client.close()
+
+
+@pytest.mark.parametrize(
+    "damage", [b"\xbb\x00\xff garbage", b"\0" * 32, b"short", "t\u00f6ken-with-an-umlaut-0123".encode()]
+)
+def test_a_damaged_owner_token_file_is_replaced_with_a_warning(
+    tmp_path: Path, damage: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The engine read its owner token with ``read_text``: bytes that are not UTF-8 stopped it at start with a
+    ``UnicodeDecodeError`` traceback, and any other damage was sent to the directory as the token. Now a file
+    that holds no token is replaced by a new one (the engine a new owner of its name), said once."""
+    first = owner_token(tmp_path)
+    assert owner_token(tmp_path) == first  # kept across restarts
+    (tmp_path / OWNER_FILE).write_bytes(damage)
+    with caplog.at_level(logging.WARNING):
+        token = owner_token(tmp_path)
+    assert token != first and len(token) == 32 and token.replace("-", "").replace("_", "").isalnum()
+    assert (tmp_path / OWNER_FILE).read_text(encoding="ascii") == token
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == [
+        f"owner token file {tmp_path / OWNER_FILE} is damaged"
+    ]
+    assert owner_token(tmp_path) == token

@@ -7,6 +7,7 @@ restarted engine is the same owner): the directory binds the name to it (issue 1
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import threading
 from collections.abc import Callable
@@ -27,12 +28,23 @@ class DirectoryUnavailable(ServiceError):
     """The directory could not be reached or refused a call."""
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,256}")  # what secrets.token_urlsafe writes
+
+
 def owner_token(directory: Path) -> str:
-    """This engine's owner token: read from ``directory/oasis-engine.owner``, created there on first use."""
+    """This engine's owner token: read from ``directory/oasis-engine.owner``, created there on first use. A
+    damaged file (not a token: bytes that are not one, a crash's zeros) is replaced by a new token, with a
+    warning: the engine starts as a new owner of its name, which the directory grants once the old
+    registration's lease has run out."""
     path = Path(directory) / OWNER_FILE
     try:
-        token = path.read_text().strip()
+        token = path.read_bytes().strip().decode("ascii")
     except FileNotFoundError:
+        token = ""
+    except UnicodeDecodeError:
+        token = "(not text)"
+    if token and not _TOKEN.fullmatch(token):
+        logger.warning("owner token file %s is damaged (%r...): writing a new token", path, token[:20])
         token = ""
     if not token:
         token = secrets.token_urlsafe(24)
