@@ -198,11 +198,12 @@ def test_controller_config_reaches_the_controller(tmp_path: Path) -> None:
         ('{"state": "nope"}', "key 'state': unknown state"),
         ('{"alpha": 0.5,', "not valid JSON"),
         ("[1, 2]", "expected an object"),
+        (b'{"gamma": 0.5\xbb}', "not UTF-8 text \\(byte 13\\)"),  # was the codec's message, no file named
     ],
 )
-def test_bad_controller_config_names_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+def test_bad_controller_config_names_file_and_key(tmp_path: Path, text: str | bytes, message: str) -> None:
     path = tmp_path / "ctl.json"
-    path.write_text(text)
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ValueError, match=message) as err:
         load_controller_config(path)
     assert str(path) in str(err.value)

@@ -139,6 +139,8 @@ def load_controller_config(path: Path) -> ControllerConfig:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValueError(f"cannot read controller config {path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"controller config {path}: not UTF-8 text (byte {exc.start})") from exc
     is_toml = path.suffix.lower() == ".toml"
     try:
         data: Any = tomllib.loads(text) if is_toml else json.loads(text)
