@@ -209,6 +209,34 @@ def test_snippet_to_plain_text_spans_and_terminal_bold() -> None:
     assert "\x1b" not in terminal_snippet("<b>x</b>\x1b]0;title\x07", bold=False)
 
 
+@pytest.mark.parametrize(
+    ("name", "given", "wanted"),
+    [
+        ("a.jsonl", None, "jsonl"),
+        ("a.jsonl.gz", None, "jsonl"),
+        ("a.warc", None, "warc"),
+        ("a.WARC.GZ", None, "warc"),
+        ("dump", None, "jsonl"),
+        ("dump", "warc", "warc"),
+        ("a.warc.gz", "warc", "warc"),
+        ("a.warc.gz", "jsonl", "names a WARC file but --format is jsonl"),
+        ("a.jsonl", "warc", "names a JSONL file but --format is warc"),
+        ("a.json", "warc", "names a JSONL file but --format is warc"),
+        ("a.txt", "csv", "format must be one of"),
+    ],
+)
+def test_the_export_format_follows_the_file_name_unless_given(
+    name: str, given: str | None, wanted: str
+) -> None:
+    from oasis.cluster.export import format_for
+
+    if " " not in wanted:
+        assert format_for(Path(name), given) == wanted
+    else:
+        with pytest.raises(ValueError, match=wanted):
+            format_for(Path(name), given)
+
+
 def test_export_writers_round_trip_through_warcio_and_json(tmp_path: Path) -> None:
     from warcio.archiveiterator import ArchiveIterator
 
@@ -228,7 +256,7 @@ def test_export_writers_round_trip_through_warcio_and_json(tmp_path: Path) -> No
     assert lines[0]["fetch_date"] == "2023-11-14T22:13:20Z"
     for gz in (True, False):
         buf = io.BytesIO()
-        assert write_warc(buf, docs, "topic", gzip=gz) == 2
+        assert write_warc(buf, docs, "topic", compress=gz) == 2
         data = buf.getvalue()
         assert (data[:2] == b"\x1f\x8b") == gz
         if gz:

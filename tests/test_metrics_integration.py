@@ -5,6 +5,7 @@ JSON, and render search results on a pseudo-terminal and through a pipe."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import pty
@@ -214,8 +215,8 @@ def test_export_round_trip_jsonl_and_warc(cluster: dict[str, Any], tmp_path: Pat
     hits = json.loads(oasis(state, "search", "sql query index", "--json").stdout)["hits"]
     assert {h["url"] for h in hits if h["engine"] == "databases"} <= urls
 
-    warc = tmp_path / "db.warc.gz"
-    oasis(state, "export", "--engine", "databases", "--format", "warc", "--out", str(warc))
+    warc = tmp_path / "db.warc.gz"  # the format from the name (it was JSONL unless --format warc was given)
+    assert "(warc)" in oasis(state, "export", "--engine", "databases", "--out", str(warc)).stdout
     by_url = {d["url"]: d for d in lines}
     seen = set()
     with warc.open("rb") as fh:
@@ -227,6 +228,15 @@ def test_export_round_trip_jsonl_and_warc(cluster: dict[str, Any], tmp_path: Pat
             assert record.rec_headers.get_header("Oasis-Title") == by_url[url]["title"]
             seen.add(url)
     assert seen == urls
+    packed = tmp_path / "db.jsonl.gz"  # gzipped as its name says (it was plain JSON lines under a .gz name)
+    oasis(state, "export", "--engine", "databases", "--out", str(packed))
+    assert [json.loads(line) for line in gzip.decompress(packed.read_bytes()).splitlines()] == lines
+    clash = oasis(
+        state, "export", "--engine", "databases", "--format", "jsonl", "--out", str(tmp_path / "x.warc.gz"),
+        check=False,
+    )  # fmt: skip
+    assert clash.returncode == 2 and not (tmp_path / "x.warc.gz").exists()
+    assert f"--out {tmp_path / 'x.warc.gz'} names a WARC file but --format is jsonl" in clash.stderr
 
     # bad input: a clear error, and nothing is written or lost
     (tmp_path / "keep.jsonl").write_text("old contents\n")

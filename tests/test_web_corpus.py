@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import logging
+import random
 from pathlib import Path
 
 import networkx as nx
@@ -179,11 +181,34 @@ def test_load_warc(tmp_path: Path, name: str) -> None:
     assert corpus.html_of("http://a.example/b") == "<p>caf\u00e9</p>"
 
 
-def test_load_warc_rejects_junk(tmp_path: Path) -> None:
+def test_load_warc_rejects_junk(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     junk = tmp_path / "junk.warc"
     junk.write_bytes(b"this is not a warc file\n" * 10)
     with pytest.raises(CorpusError):
         load_warc(junk)
+    # random bytes: the message is cut (it quoted warcio's whole "first line", escaped: 1,000 characters of
+    # binary here)
+    noise = tmp_path / "noise.warc"
+    noise.write_bytes(random.Random(0).randbytes(500).replace(b"\n", b"") + b"\n")
+    with pytest.raises(CorpusError) as info:
+        load_warc(noise)
+    assert len(str(info.value)) < 400 and "more characters)" in str(info.value)
+    # a file warcio half reads (an ARC-like first line, then no record boundary): warcio wrote its warning
+    # with the record's remainder, 200 kB of it, straight to stderr; now one warning, cut, and the error
+    arcish = tmp_path / "arcish.warc"
+    arcish.write_bytes(b"http://x.test/ 1.2.3.4 20200101000000 text/html 5\nabcde" + b"z" * 200_000 + b"\n")
+    capfd.readouterr()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), pytest.raises(CorpusError, match="no HTML responses"):
+        load_warc(arcish)
+    assert capfd.readouterr().err == ""
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert said.startswith(
+        f"{arcish}: 1 warning(s) reading it, the first: WARNING: Record not followed by newline"
+    )
+    assert len(said) < 1500
 
 
 def test_load_graphml_with_attributes(tmp_path: Path) -> None:

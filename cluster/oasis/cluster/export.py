@@ -4,6 +4,9 @@ The documents are streamed from the engine over gRPC (``Engine.Export``: a snaps
 the export starts) and written as they arrive, to a temporary file that replaces ``FILE`` only when the whole
 export succeeded (a failed export leaves no partial file and an existing ``FILE`` untouched).
 
+The format is ``--format``, or what ``FILE``'s name says (``.warc``, ``.warc.gz``: WARC; else JSONL); a
+``--format`` that contradicts the name is refused. ``.gz``: gzipped.
+
 * ``jsonl``: one JSON object per line: ``{"url", "title", "text", "fetch_time", "fetch_date", "relevance",
   "engine"}`` (``fetch_time`` in seconds since the epoch, ``fetch_date`` the same in ISO 8601 UTC).
 * ``warc`` (warcio; gzip per record when ``FILE`` ends in ``.gz``): a ``warcinfo`` record, then one
@@ -18,6 +21,7 @@ Standard library only at import (the command table imports this module to build 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import logging
 import sys
@@ -42,8 +46,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--engine", required=True, help="engine (topic) name in the running cluster")
     p.add_argument("--address", default=None, help="HOST:PORT of the engine (instead of the cluster state)")
-    p.add_argument("--format", choices=FORMATS, default="jsonl", help="jsonl (default) or warc (warcio)")
-    p.add_argument("--out", required=True, type=Path, help="output file (.warc.gz: gzipped WARC records)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="jsonl or warc (warcio); default: what --out's name says (.warc, .warc.gz: warc; else jsonl)",
+    )
+    p.add_argument(
+        "--out", required=True, type=Path, help="output file (.gz: gzipped; .warc.gz: gzipped WARC records)"
+    )
     p.add_argument("--limit", type=int, default=0, help="at most this many documents (0: all)")
     p.set_defaults(func=cmd_export)
 
@@ -64,7 +75,7 @@ def document_json(doc: IndexDocument, engine: str) -> dict[str, Any]:
     }
 
 
-def write_jsonl(out: IO[bytes], docs: Iterable[IndexDocument], engine: str) -> int:
+def write_jsonl(out: IO[bytes] | gzip.GzipFile, docs: Iterable[IndexDocument], engine: str) -> int:
     n = 0
     for doc in docs:
         out.write(json.dumps(document_json(doc, engine), ensure_ascii=False).encode("utf-8") + b"\n")
@@ -72,12 +83,12 @@ def write_jsonl(out: IO[bytes], docs: Iterable[IndexDocument], engine: str) -> i
     return n
 
 
-def write_warc(out: IO[bytes], docs: Iterable[IndexDocument], engine: str, *, gzip: bool) -> int:
+def write_warc(out: IO[bytes], docs: Iterable[IndexDocument], engine: str, *, compress: bool) -> int:
     from io import BytesIO
 
     from warcio.warcwriter import WARCWriter
 
-    writer = WARCWriter(out, gzip=gzip)
+    writer = WARCWriter(out, gzip=compress)
     info = writer.create_warcinfo_record(
         f"oasis-export-{engine}",
         {"software": "oasis export", "format": "WARC File Format 1.1", "oasis-engine": engine},
@@ -103,6 +114,23 @@ def write_warc(out: IO[bytes], docs: Iterable[IndexDocument], engine: str, *, gz
         writer.write_record(record)
         n += 1
     return n
+
+
+def format_for(out: Path, fmt: str | None) -> str:
+    """The format to write ``out`` in: ``fmt`` when given, else the one its name says (``.warc``,
+    ``.warc.gz``: WARC; anything else JSONL). ValueError when ``fmt`` contradicts the name (JSONL written
+    to ``x.warc.gz`` is a file no WARC reader opens, and WARC in ``x.jsonl`` is no JSON lines)."""
+    name = out.name.lower().removesuffix(".gz")
+    named = "warc" if name.endswith(".warc") else "jsonl" if name.endswith((".jsonl", ".json")) else None
+    if fmt is None:
+        return named or "jsonl"
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    if named is not None and named != fmt:
+        raise ValueError(
+            f"--out {out} names a {named.upper()} file but --format is {fmt}: drop --format or rename"
+        )
+    return fmt
 
 
 def export(address: str, engine: str, fmt: str, out: Path, *, limit: int = 0) -> int:
@@ -132,9 +160,12 @@ def export(address: str, engine: str, fmt: str, out: Path, *, limit: int = 0) ->
             total = min(total, limit)
         docs = tqdm(client.export(limit=limit), total=total, unit="doc", file=sys.stderr, disable=None)
         with atomic_writer(out) as fh:
-            if fmt == "jsonl":
+            if fmt == "warc":
+                return write_warc(fh, docs, engine, compress=out.name.endswith(".gz"))
+            if not out.name.endswith(".gz"):
                 return write_jsonl(fh, docs, engine)
-            return write_warc(fh, docs, engine, gzip=out.name.endswith(".gz"))
+            with gzip.GzipFile(fileobj=fh, mode="wb") as packed:  # x.jsonl.gz: what its name says
+                return write_jsonl(packed, docs, engine)
     finally:
         client.close()
 
@@ -152,12 +183,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             return record
         address = record.address
     try:
-        n = export(address, args.engine, args.format, args.out, limit=args.limit)
+        fmt = format_for(args.out, args.format)
+        n = export(address, args.engine, fmt, args.out, limit=args.limit)
     except ValueError as exc:
         print(f"oasis export: {exc}", file=sys.stderr)
         return 2
     except (ServiceError, FileWriteError) as exc:
         print(f"oasis export: {exc} (nothing written to {args.out})", file=sys.stderr)
         return 1
-    print(f"{args.engine}: {n} documents written to {args.out} ({args.format})")
+    print(f"{args.engine}: {n} documents written to {args.out} ({fmt})")
     return 0

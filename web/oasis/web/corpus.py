@@ -8,7 +8,9 @@ HTML parser, :func:`oasis.runtime.html.parse_html`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import logging
 import os
 import pickle
@@ -284,6 +286,26 @@ def load_multi_host(
     )
 
 
+class _Said(io.TextIOBase):
+    """A stderr that keeps the first message and counts the rest (a damaged WARC makes warcio write each bad
+    record's remainder, megabytes of it)."""
+
+    def __init__(self) -> None:
+        self.first = ""
+        self.count = 0
+
+    def write(self, text: str) -> int:
+        if text.strip():
+            self.count += 1
+            if self.count == 1:
+                self.first = " ".join(text[:1000].split())
+        return len(text)
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
+
+
 def load_warc(path: Path | str, *, seeds: Iterable[str] | None = None, name: str | None = None) -> Corpus:
     """HTML pages of a WARC file: ``response`` records with a 2xx status and an HTML content type.
 
@@ -298,8 +320,9 @@ def load_warc(path: Path | str, *, seeds: Iterable[str] | None = None, name: str
         raise CorpusError(f"WARC file {path} not found")
     pages: dict[str, Page] = {}
     order: list[str] = []
+    noise = _Said()  # warcio writes its warnings about damaged records to stderr, each with the record's rest
     try:
-        with path.open("rb") as stream:
+        with path.open("rb") as stream, contextlib.redirect_stderr(noise):
             for record in ArchiveIterator(stream):
                 if record.rec_type != "response" or record.http_headers is None:
                     continue
@@ -325,7 +348,12 @@ def load_warc(path: Path | str, *, seeds: Iterable[str] | None = None, name: str
                     order.append(url)
                 pages[url] = parsed.to_page(url, html=markup)
     except ArchiveLoadFailed as exc:
-        raise CorpusError(f"{path} is not a readable WARC file: {exc}") from exc
+        raise CorpusError(f"{path} is not a readable WARC file: {_cut(str(exc))}") from exc
+    finally:
+        if noise.count:
+            logger.warning(
+                "%s: %d warning(s) reading it, the first: %s", path, noise.count, _cut(noise.first)
+            )
     if not pages:
         raise CorpusError(f"no HTML responses in {path}")
     return Corpus(
