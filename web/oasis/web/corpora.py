@@ -35,7 +35,8 @@
   24): ``python-taurus-doc`` and ``python-hypothesis-doc``; holdout-30 (session 24): ``python-sfepy-doc`` and
   ``python-ldap-doc``; holdout-31 (session 25): ``python-mpi4py-doc`` and ``python-nitime-doc``;
   holdout-32 (session 26): ``python-slixmpp-doc`` and ``python-pwntools-doc``; holdout-33 (session 27):
-  ``python-nipy-doc`` and ``python-pywt-doc``.
+  ``python-nipy-doc`` and ``python-pywt-doc``; holdout-34 (session 27): ``python-pyfai-doc`` and
+  ``python-simpy3-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -252,6 +253,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (NIPY, neuroimaging in Python) and one small (PyWavelets): docs/replay.md
         _experiment("python-nipy-doc", "nipy"),
         _experiment("python-pywt-doc", "pywt"),
+        # holdout-34 (session 27), fixed after holdout-33's single run, before any further design work: one
+        # mid-sized web (pyFAI, diffraction image integration) and one small (SimPy): docs/replay.md
+        _experiment("python-pyfai-doc", "pyfai"),
+        _experiment("python-simpy3-doc", "simpy"),
     )
 }
 ALL = "all"
