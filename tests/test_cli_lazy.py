@@ -138,3 +138,13 @@ def test_a_module_that_misses_a_table_command_is_an_error(
     add_command_table(parser, table, dest="command", metavar="COMMAND")
     with pytest.raises(RuntimeError, match="two"):
         parser.parse_args(["one"])
+
+
+def test_the_readme_command_table_names_every_command() -> None:
+    """The README's table of the ``oasis`` command lists every command the CLI has (``oasis export`` and
+    ``oasis engine`` were missing from it until session 27)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## The `oasis` command", 1)[1].split("\n\n", 2)[1]
+    first_cells = [row.split(" | ", 1)[0] for row in table.splitlines() if row.startswith("| `oasis ")]
+    named = {word for cell in first_cells for word in cell.replace("`", " ").replace(",", " ").split()}
+    assert sorted(set(COMMANDS) - named) == []
