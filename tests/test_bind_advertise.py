@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +14,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from oasis.runtime.service import (
-    ServerConfig,
-    advertised_address,
-    build_server,
-    check_advertised,
-    split_host_port,
-)
+from oasis.runtime.addresses import check_advertised, check_target, split_host_port
+from oasis.runtime.service import ServerConfig, advertised_address, build_server
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::]", ""])
@@ -141,3 +138,42 @@ def test_the_evaluator_whose_address_file_cannot_be_written_says_so_in_one_line(
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"cannot write {blocker / 'a.json'}" in proc.stderr and proc.stderr.startswith("error: ")
+
+
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("127.0.0.1:99999", "port must be in [1, 65535], got 99999"),
+        ("127.0.0.1:0", "port must be in [1, 65535], got 0"),
+        ("notanaddress", "is not HOST:PORT"),
+        (":7000", "is not HOST:PORT"),
+        ("host:http", "bad port"),
+        ("[::1]", "is not HOST:PORT"),
+    ],
+)
+def test_an_address_to_call_is_checked(address: str, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        check_target(address)
+    assert check_target(" 127.0.0.1:7401 ") == "127.0.0.1:7401"
+    assert check_target("[::1]:7401") == "[::1]:7401"
+
+
+def test_a_port_past_65535_is_refused_not_wrapped_onto_another_service() -> None:
+    """gRPC reads ``127.0.0.1:99999`` as port 34463 (99999 modulo 65536): ``oasis search --broker`` with a
+    mistyped port asked whatever listened there. A real listener on port P stands for that service; the search
+    given P + 65536 must not reach it (before: it connected)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "oasis.cli", "search", "--broker", f"127.0.0.1:{port + 65536}", "socket"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2
+        wrapped = port + 65536
+        said = f"argument --broker: '127.0.0.1:{wrapped}': port must be in [1, 65535], got {wrapped}"
+        assert done.stderr.strip().splitlines()[-1] == f"oasis search: error: {said}"
+        listener.settimeout(0.5)  # the search has ended: a connection it made would be waiting here
+        with pytest.raises(TimeoutError):
+            listener.accept()[0].close()  # nobody came

@@ -14,6 +14,7 @@ from oasis.broker.clients import EngineClientPool, GrpcDirectoryClient
 from oasis.broker.merge import NORMALISATIONS
 from oasis.broker.service import Broker, BrokerConfig
 from oasis.broker.servicer import BrokerServicer
+from oasis.runtime.addresses import address_arg
 from oasis.runtime.service import (
     add_server_arguments,
     build_server,
@@ -28,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m oasis.broker", description="Oasis query broker")
-    p.add_argument("--directory", required=True, help="HOST:PORT of the directory")
+    p.add_argument("--directory", required=True, type=address_arg, help="HOST:PORT of the directory")
     p.add_argument("--route-cache-seconds", type=float, default=2.0)
     p.add_argument("--default-deadline-ms", type=int, default=1000)
     p.add_argument("--max-concurrent-queries", type=int, default=64)

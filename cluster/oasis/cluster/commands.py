@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oasis.runtime.addresses import address_arg
+
 if TYPE_CHECKING:
     from oasis.cluster.launcher import Cluster, ServiceRecord
     from oasis.runtime.clients import IndexDocument, SearchResult
@@ -63,9 +65,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     status = sub.add_parser("status", help="services, addresses, health, document counts")
     _add_state_dir(status)
     status.add_argument(
-        "--directory", default=None, help="HOST:PORT: ask this directory for the engines (no state file)"
+        "--directory",
+        default=None,
+        type=address_arg,
+        help="HOST:PORT: ask this directory for the engines (no state file)",
     )
-    status.add_argument("--broker", default=None, help="HOST:PORT: with --directory, also this broker")
+    status.add_argument(
+        "--broker", default=None, type=address_arg, help="HOST:PORT: with --directory, also this broker"
+    )
     status.add_argument("--json", action="store_true")
     status.add_argument("--follow", action="store_true", help="refresh in the terminal (as `oasis watch`)")
     status.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (--follow)")
@@ -78,7 +85,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     search = sub.add_parser("search", help="query the cluster through the broker")
     _add_state_dir(search)
-    search.add_argument("--broker", default=None, help="HOST:PORT of a broker (no state file needed)")
+    search.add_argument(
+        "--broker", default=None, type=address_arg, help="HOST:PORT of a broker (no state file needed)"
+    )
     search.add_argument("query")
     search.add_argument("-k", type=int, default=10)
     search.add_argument("--deadline-ms", type=int, default=1000)

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from oasis.runtime.service import check_advertised, join_host_port, split_host_port
+from oasis.runtime.addresses import check_advertised, check_target, join_host_port, split_host_port
 
 DEFAULT_CONFIG = "default_cluster.toml"
 # service names the launcher uses itself; an engine (topic) may not take one
@@ -114,12 +114,10 @@ def parse_address(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where} must be HOST:PORT (a string), got {value!r}")
     try:
-        host, port = split_host_port(value)
+        check_target(value)
         check_advertised("", value)
     except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from exc
-    if port is None or not host:
-        raise ConfigError(f"{where} must be HOST:PORT, got {value!r}")
     return value
 
 

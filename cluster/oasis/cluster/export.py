@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from oasis.runtime.addresses import address_arg
+
 if TYPE_CHECKING:
     from oasis.runtime.clients import IndexDocument
 
@@ -45,7 +47,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--state-dir", default=None, help="cluster state directory (default $OASIS_STATE_DIR or ./.oasis)"
     )
     p.add_argument("--engine", required=True, help="engine (topic) name in the running cluster")
-    p.add_argument("--address", default=None, help="HOST:PORT of the engine (instead of the cluster state)")
+    p.add_argument(
+        "--address",
+        default=None,
+        type=address_arg,
+        help="HOST:PORT of the engine (instead of the cluster state)",
+    )
     p.add_argument(
         "--format",
         choices=FORMATS,

@@ -15,6 +15,7 @@ from oasis.engine.metrics import index_families
 from oasis.engine.relevance import RelevanceModel
 from oasis.engine.servicer import EngineServicer, add_engine_servicer, summary_to_proto
 from oasis.engine.topic import InvalidTopic, Topic
+from oasis.runtime.addresses import address_arg
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
     add_server_arguments,
@@ -35,7 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keywords", default="", help="comma-separated topic keywords")
     p.add_argument("--index-dir", required=True, type=Path, help="Whoosh index directory (created if absent)")
     p.add_argument(
-        "--directory", default=None, help="HOST:PORT of the engine directory (omit: no registration)"
+        "--directory",
+        default=None,
+        type=address_arg,
+        help="HOST:PORT of the engine directory (omit: no registration)",
     )
     p.add_argument("--heartbeat-seconds", type=float, default=1.0)
     p.add_argument("--batch-size", type=int, default=256, help="commit after this many buffered operations")

@@ -19,10 +19,11 @@ from pathlib import Path
 import uvicorn
 
 from oasis.gateway.app import GatewayConfig, create_app
+from oasis.runtime.addresses import address_arg, check_port
 from oasis.runtime.clients import BrokerClient
 from oasis.runtime.files import FileWriteError, write_json_atomic
 from oasis.runtime.logs import add_log_arguments
-from oasis.runtime.service import add_advertise_argument, advertised_address, check_port, configure_logging
+from oasis.runtime.service import add_advertise_argument, advertised_address, configure_logging
 
 logger = logging.getLogger("oasis.gateway")
 
@@ -33,8 +34,10 @@ MAX_REQUEST_HEAD_BYTES = 256 * 1024
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m oasis.gateway", description="Oasis HTTP gateway")
-    p.add_argument("--broker", required=True, help="HOST:PORT of the broker")
-    p.add_argument("--directory", default=None, help="HOST:PORT of the directory (for /status)")
+    p.add_argument("--broker", required=True, type=address_arg, help="HOST:PORT of the broker")
+    p.add_argument(
+        "--directory", default=None, type=address_arg, help="HOST:PORT of the directory (for /status)"
+    )
     p.add_argument("--cluster-state", type=Path, default=None, help="the launcher's cluster.json (/status)")
     p.add_argument("--quality", type=Path, default=None, help="R/F/M series: JSON-lines file or folder")
     p.add_argument("--host", default="127.0.0.1")

@@ -20,6 +20,7 @@ from oasis.robot.engine_port import RobotEngineError
 from oasis.robot.metrics import ProgressLog, crawler_families
 from oasis.robot.scheduling.gcpolicy import freeze_long_lived
 from oasis.robot.servicer import RobotServicer, add_robot_servicer
+from oasis.runtime.addresses import address_arg
 from oasis.runtime.metrics import register_collector
 from oasis.runtime.service import (
     add_server_arguments,
@@ -35,7 +36,7 @@ logger = logging.getLogger(__name__)
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m oasis.robot", description="Oasis topic-specific web robot")
     p.add_argument("--name", required=True, help="robot name")
-    p.add_argument("--engine", required=True, help="HOST:PORT of this robot's topic engine")
+    p.add_argument("--engine", required=True, type=address_arg, help="HOST:PORT of this robot's topic engine")
     p.add_argument("--state-dir", required=True, type=Path, help="checkpoint directory (resumed if present)")
     p.add_argument("--autostart", action="store_true", help="start crawling at once")
     p.add_argument("--engine-wait", type=float, default=30.0, help="seconds to wait for the engine at start")

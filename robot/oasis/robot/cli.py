@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from oasis.runtime.addresses import address_arg
 from oasis.runtime.files import write_json_atomic
 from oasis.runtime.spawn import spawn_service
 
@@ -31,7 +32,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     add_robot_arguments(p, q_table_default=f"STATE_DIR/robot/{Q_TABLE_FILE} with --state-dir, else none")
     p.add_argument(
-        "--engine", default=None, help="HOST:PORT of a running engine (omit: start a temporary one)"
+        "--engine",
+        default=None,
+        type=address_arg,
+        help="HOST:PORT of a running engine (omit: start a temporary one)",
     )
     p.add_argument("--topic", default="topic", help="topic name of the temporary engine")
     p.add_argument("--description", default="", help="topic description of the temporary engine")

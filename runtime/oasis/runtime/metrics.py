@@ -32,6 +32,8 @@ from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from oasis.runtime.addresses import join_host_port
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -209,10 +211,6 @@ def register_collector(families: Callable[[], Iterable[Metric]]) -> Callable[[],
 
 
 # ------------------------------------------------------------------------------------------ exposition
-def join_host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
-
-
 @dataclass
 class MetricsServer:
     """The HTTP exposition server of one process (``GET /metrics``)."""

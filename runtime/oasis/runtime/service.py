@@ -30,6 +30,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from oasis.runtime.addresses import check_advertised, check_port, join_host_port, split_host_port
 from oasis.runtime.files import FileWriteError, write_json_atomic
 from oasis.runtime.logs import add_log_arguments
 from oasis.runtime.logs import configure_logging as configure_logging  # re-exported: entry points use it
@@ -72,52 +73,6 @@ class ServerConfig:
             raise ValueError("grace_seconds and not_serving_seconds must be >= 0")
         if self.max_message_bytes < 1024:
             raise ValueError("max_message_bytes must be >= 1024")
-
-
-def check_port(port: int) -> None:
-    """A port to bind (0: ephemeral): ValueError outside [0, 65535] (``socket.bind`` would raise
-    ``OverflowError``)."""
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port must be in [0, 65535], got {port}")
-
-
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]", "*", "0:0:0:0:0:0:0:0"})
-
-
-def split_host_port(address: str) -> tuple[str, int | None]:
-    """``HOST`` -> (HOST, None); ``HOST:PORT`` / ``[V6]:PORT`` -> (HOST, PORT); a bare IPv6 stays a host."""
-    if address.startswith("["):
-        host, _, rest = address[1:].partition("]")
-        return host, int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else None
-    if address.count(":") == 1:
-        host, _, port = address.partition(":")
-        if not port.isdigit():
-            raise ValueError(f"bad port in address {address!r}")
-        return host, int(port)
-    return address, None
-
-
-def join_host_port(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def check_advertised(host: str, advertise: str | None) -> None:
-    """Refuse a configuration whose advertised address nobody else could reach (a clear error at start)."""
-    if advertise is None:
-        if host in WILDCARD_HOSTS:
-            raise ValueError(
-                f"--host {host or '(empty)'} binds every interface but is no address another host can "
-                "reach: give the address to publish with --advertise HOST (e.g. this host's IP or DNS name)"
-            )
-        return
-    advertised_host, port = split_host_port(advertise.strip())
-    if advertised_host.strip("[]") in WILDCARD_HOSTS:
-        raise ValueError(
-            f"--advertise {advertise!r} is a wildcard, not a reachable address: "
-            "give this host's IP or DNS name"
-        )
-    if port is not None and not 0 < port <= 65535:
-        raise ValueError(f"--advertise {advertise!r}: port must be in [1, 65535]")
 
 
 def advertised_address(host: str, bound_port: int, advertise: str | None) -> str:
