@@ -66,6 +66,9 @@ def run_crawl(args: argparse.Namespace) -> int:
     from oasis.robot.engine_port import RobotEngineError
     from oasis.robot.scheduling.gcpolicy import freeze_long_lived
 
+    if args.time_limit is not None and not args.time_limit > 0:  # it was taken as "stop at once"
+        print(f"error: --time-limit must be > 0 seconds, got {args.time_limit}", file=sys.stderr)
+        return 2
     tmp: tempfile.TemporaryDirectory[str] | None = None
     engine_proc: subprocess.Popen[bytes] | None = None
     try:

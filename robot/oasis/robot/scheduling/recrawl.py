@@ -582,7 +582,7 @@ class WhittleRecrawl(PerDocumentTracker):
         index: str = "freshness",
     ) -> None:
         if not period > 0:
-            raise ValueError("period must be > 0")
+            raise ValueError(f"the re-crawl period must be > 0 seconds, got {period}")
         if index not in ("freshness", "ephemeral"):
             raise ValueError(f"index must be 'freshness' or 'ephemeral', got {index!r}")
         super().__init__()
