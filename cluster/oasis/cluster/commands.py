@@ -523,9 +523,12 @@ def html_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
 DEFAULT_FILES_HOST = "http://files.local"
 
 
-def documents_from_files(paths: list[Path], base_url: str | None = None) -> Iterator[IndexDocument]:
+def documents_from_files(
+    paths: list[Path], base_url: str | None = None, skipped: list[Path] | None = None
+) -> Iterator[IndexDocument]:
     """One document per HTML file; its URL is ``base_url`` + the path relative to its root, or (no
-    ``base_url``) ``http://files.local`` + its absolute path, distinct for every file on this machine."""
+    ``base_url``) ``http://files.local`` + its absolute path, distinct for every file on this machine. A file
+    that cannot be read or holds binary data is skipped with a warning (and added to ``skipped``)."""
     from urllib.parse import quote
 
     from oasis.runtime.clients import IndexDocument
@@ -543,9 +546,13 @@ def documents_from_files(paths: list[Path], base_url: str | None = None) -> Iter
             mtime = f.stat().st_mtime
         except OSError as exc:
             logger.warning("skipping %s: %s", f, exc)
+            if skipped is not None:
+                skipped.append(f)
             continue
         if looks_binary(content):
             logger.warning("skipping %s: binary data, not HTML", f)
+            if skipped is not None:
+                skipped.append(f)
             continue
         page = parse_html(content, url)
         yield IndexDocument(url=url, title=page.title, text=page.text, fetch_time=mtime)
@@ -581,8 +588,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         print(f"oasis index: {exc}", file=sys.stderr)
         return 2
+    skipped: list[Path] = []
     docs = tqdm(
-        documents_from_files(args.paths, args.base_url), total=len(files), unit="page", file=sys.stderr
+        documents_from_files(args.paths, args.base_url, skipped),
+        total=len(files),
+        unit="page",
+        file=sys.stderr,
     )
     client = EngineClient(engine.address)
     try:
@@ -599,6 +610,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{args.engine}: {report.acknowledged} acknowledged ({report.added} added, "
         f"{report.replaced} replaced, {len(report.rejected)} rejected); {held} documents searchable"
     )
+    if skipped:  # each named in a warning as it was met
+        print(f"  skipped {len(skipped)} file(s) that could not be read or are not HTML (binary data)")
     for url, reason in report.rejected[:10]:
         print(f"  rejected {url}: {reason}")
     if report.rejected:
