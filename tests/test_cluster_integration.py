@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -132,6 +133,36 @@ def test_search_returns_topic_pages_from_the_right_engine(cluster: Path, indexed
     assert ("python", "http://py.docs/library/asyncio-eventloop.html") in top3, top3
     text = oasis(cluster, "search", "CREATE TABLE").stdout
     assert "databases" in text and "http://pg.docs/sql-createtable.html" in text
+
+
+def test_watch_into_a_pipe_prints_a_snapshot_per_refresh(cluster: Path, indexed: dict[str, Any]) -> None:
+    """``oasis watch`` (and ``status --follow``) into a pipe or a log file printed nothing until it was
+    stopped (a live table needs a terminal); now each refresh is a snapshot, flushed at once, and a reader
+    that closes the pipe (``| head``) ends it quietly (rich's exit 1 on a broken pipe, no traceback)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "oasis.cli", "watch", "--interval", "0.2", "--state-dir", str(cluster)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        seen: list[str] = []
+        deadline = time.monotonic() + 30
+        while sum("updated " in line for line in seen) < 2 and time.monotonic() < deadline:
+            # select first: with nothing printed (the code before) a bare readline would block for ever
+            if select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                seen.append(proc.stdout.readline())
+        assert sum("updated " in line for line in seen) >= 2, seen  # two refreshes read while it runs
+        assert any("databases" in line for line in seen)
+        assert proc.poll() is None
+        proc.stdout.close()  # the reader goes away
+        assert proc.wait(timeout=30) == 1
+        assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
+    finally:
+        proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def test_bad_query_gets_a_clear_error(cluster: Path, indexed: dict[str, Any]) -> None:

@@ -399,14 +399,23 @@ def watch_table(cluster: Cluster) -> Any:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    from rich.console import Console
     from rich.live import Live
 
     cluster = _load(args)
     if cluster is None:
         return 1
     interval = max(0.2, float(getattr(args, "interval", 2.0)))
+    console = Console()
     try:
-        with Live(watch_table(cluster), refresh_per_second=4, screen=False) as live:
+        if not console.is_terminal:  # piped or logged: a live table shows nothing until it stops, so print
+            # (a reader that closes the pipe, `| head`, ends it quietly: rich exits 1 on a broken pipe)
+            console = Console(width=160)  # one snapshot per refresh, each flushed at once (names not cut at
+            while True:  # the 80 columns a pipe gets)
+                console.print(watch_table(cluster))
+                console.file.flush()
+                time.sleep(interval)
+        with Live(watch_table(cluster), console=console, refresh_per_second=4, screen=False) as live:
             while True:
                 time.sleep(interval)
                 live.update(watch_table(cluster))
