@@ -151,6 +151,24 @@ def test_opensearch_description_points_at_the_gateway(gateway_cluster: GatewayCl
     assert 'rel="search" type="application/opensearchdescription+xml"' in home and "<script" not in home
 
 
+def test_robots_txt_keeps_crawlers_off_result_pages(gateway_cluster: GatewayCluster) -> None:
+    """A crawler (Oasis's own robot here, reading it with its real politeness code) may fetch the search page
+    and the OpenSearch description, not result pages, the dashboard or the metrics (before: a 404 page,
+    which allows everything)."""
+    from oasis.robot.config import RobotConfig
+    from oasis.robot.politeness import Politeness
+
+    reply = get(gateway_cluster, "/robots.txt")
+    assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/plain")
+    host = gateway_cluster.gateway.split("://", 1)[1]
+    politeness = Politeness(RobotConfig())
+    politeness.set_robots(host, 200, reply.content, 0.0)
+    base = gateway_cluster.gateway
+    assert politeness.can_fetch(f"{base}/") and politeness.can_fetch(f"{base}/opensearch.xml")
+    for path in ("/search?q=sql", "/search?q=sql&format=json", "/status", "/metrics", "/healthz"):
+        assert not politeness.can_fetch(base + path), path
+
+
 def test_healthz_and_metrics(gateway_cluster: GatewayCluster) -> None:
     assert get(gateway_cluster, "/healthz").status_code == 200
 

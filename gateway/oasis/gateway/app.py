@@ -57,6 +57,17 @@ from oasis.runtime.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 
+# a search engine's result pages are not for crawlers (each query a new URL, the index's own pages again), nor
+# its dashboard and metrics; the search page and the OpenSearch description are (as SearXNG's robots.txt)
+ROBOTS_TXT = """User-agent: *
+Allow: /$
+Allow: /opensearch.xml
+Disallow: /search
+Disallow: /status
+Disallow: /metrics
+Disallow: /healthz
+"""
+
 ENDPOINTS = ("/", "/search", "/opensearch.xml", "/status", "/healthz", "/metrics", "/static/style.css")
 SECURITY_HEADERS = {
     # no script runs on any page; styles only from the gateway's own stylesheet; forms post only here
@@ -253,6 +264,9 @@ def create_app(broker: Broker, config: GatewayConfig, metrics: Metrics | None = 
     async def healthz(request: Request) -> Response:
         return Response("OK\n", media_type="text/plain")
 
+    async def robots_txt(request: Request) -> Response:
+        return Response(ROBOTS_TXT, media_type="text/plain", headers={"cache-control": "max-age=86400"})
+
     async def metrics_endpoint(request: Request) -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
@@ -268,6 +282,7 @@ def create_app(broker: Broker, config: GatewayConfig, metrics: Metrics | None = 
         Route("/opensearch.xml", opensearch, methods=["GET"]),
         Route("/status", status, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/robots.txt", robots_txt, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         Route("/static/style.css", style, methods=["GET"]),
     ]
