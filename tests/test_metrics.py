@@ -237,6 +237,46 @@ def test_the_export_format_follows_the_file_name_unless_given(
             format_for(Path(name), given)
 
 
+def test_an_export_reads_back_as_the_documents_it_holds(tmp_path: Path) -> None:
+    """``oasis index`` of an export restores its documents (the engine rescores them): JSONL and WARC, gzipped
+    or not; lines that hold no document and a gzip stream cut short are skipped with a note, and what was
+    read before is kept."""
+    from oasis.cluster.export import is_export, read_export, write_jsonl, write_warc
+
+    docs = [
+        IndexDocument(url="http://a.test/1", title="Un été", text="straße & <tags>\nline", fetch_time=1.7e9,
+                      relevance=0.5),
+        IndexDocument(url="http://a.test/2", title="", text="", fetch_time=1.6e9, relevance=0.0),
+    ]  # fmt: skip
+    wanted = [IndexDocument(url=d.url, title=d.title, text=d.text, fetch_time=d.fetch_time) for d in docs]
+    for name in ("x.jsonl", "x.jsonl.gz", "x.warc", "x.warc.gz"):
+        path = tmp_path / name
+        raw = io.BytesIO()
+        if ".warc" in name:
+            write_warc(raw, docs, "topic", compress=name.endswith(".gz"))
+            data = raw.getvalue()
+        else:
+            write_jsonl(raw, docs, "topic")
+            data = gzip.compress(raw.getvalue()) if name.endswith(".gz") else raw.getvalue()
+        path.write_bytes(data)
+        assert is_export(path)
+        assert list(read_export(path)) == wanted, name
+    assert not is_export(tmp_path / "page.html") and not is_export(tmp_path / "x.json")
+    damaged = tmp_path / "damaged.jsonl.gz"
+    lines = [
+        json.dumps({"url": d.url, "title": d.title, "text": d.text, "fetch_time": d.fetch_time}) for d in docs
+    ]
+    body = (
+        "\n".join([lines[0], "{not json", json.dumps({"title": "no url"}), json.dumps([1]), lines[1]]) + "\n"
+    )
+    damaged.write_bytes(gzip.compress(body.encode())[:-12])  # the stream's end cut off
+    notes: list[str] = []
+    got = list(read_export(damaged, notes))
+    assert got[0] == wanted[0] and len(got) <= 2
+    assert [n.split(": no document")[0] for n in notes[:3]] == [f"{damaged} line {k}" for k in (2, 3, 4)]
+    assert notes[-1].startswith(f"{damaged}: cannot read on (EOFError")
+
+
 def test_export_writers_round_trip_through_warcio_and_json(tmp_path: Path) -> None:
     from warcio.archiveiterator import ArchiveIterator
 

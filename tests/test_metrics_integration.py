@@ -236,6 +236,13 @@ def test_export_round_trip_jsonl_and_warc(cluster: dict[str, Any], tmp_path: Pat
         check=False,
     )  # fmt: skip
     assert clash.returncode == 2 and not (tmp_path / "x.warc.gz").exists()
+    # and back: `oasis index` of an export restores its documents (same URLs: replaced, none added); before, a
+    # named file was indexed as one HTML page whatever it held
+    for dump in (packed, warc):
+        back = oasis(state, "index", "--engine", "databases", str(dump))
+        assert f"{docs} acknowledged (0 added, {docs} replaced, 0 rejected); {docs} documents searchable" in (
+            back.stdout
+        ), back.stdout
     assert f"--out {tmp_path / 'x.warc.gz'} names a WARC file but --format is jsonl" in clash.stderr
 
     # bad input: a clear error, and nothing is written or lost

@@ -7,6 +7,7 @@ Imported by ``oasis`` only when one of these commands runs; the module itself lo
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -592,15 +593,23 @@ def cmd_index(args: argparse.Namespace) -> int:
         return engine
     from tqdm import tqdm
 
+    from oasis.cluster.export import is_export, read_export
+
+    exports = [p for p in args.paths if p.is_file() and is_export(p)]  # an engine's export read back
+    pages = [p for p in args.paths if p not in exports]
     try:
-        files = list(html_files(args.paths))
+        files = list(html_files(pages))
     except FileNotFoundError as exc:
         print(f"oasis index: {exc}", file=sys.stderr)
         return 2
     skipped: list[Path] = []
+    bad_records: list[str] = []
     docs = tqdm(
-        documents_from_files(args.paths, args.base_url, skipped),
-        total=len(files),
+        itertools.chain(
+            *(read_export(p, bad_records) for p in exports),
+            documents_from_files(pages, args.base_url, skipped),
+        ),
+        total=None if exports else len(files),
         unit="page",
         file=sys.stderr,
     )
@@ -621,6 +630,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     if skipped:  # each named in a warning as it was met
         print(f"  skipped {len(skipped)} file(s) that could not be read or are not HTML (binary data)")
+    if bad_records:
+        print(
+            f"  skipped {len(bad_records)} part(s) of an export: lines or records with no document, "
+            "or the rest of a file"
+        )
     for url, reason in report.rejected[:10]:
         print(f"  rejected {url}: {reason}")
     if report.rejected:

@@ -25,7 +25,7 @@ import gzip
 import json
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -121,6 +121,93 @@ def write_warc(out: IO[bytes], docs: Iterable[IndexDocument], engine: str, *, co
         writer.write_record(record)
         n += 1
     return n
+
+
+def is_export(path: Path) -> bool:
+    """Whether ``path`` is named as an export (``.jsonl``, ``.warc``, either ``.gz``): what ``oasis index``
+    reads back as documents rather than as one HTML page."""
+    return path.name.lower().removesuffix(".gz").endswith((".jsonl", ".warc"))
+
+
+def read_export(path: Path, skipped: list[str] | None = None) -> Iterator[IndexDocument]:
+    """The documents of an export (:func:`export`'s JSONL or WARC, gzipped or not; a crawl's WARC of HTML
+    ``response`` records too), streamed: each with its URL, title, text and fetch time, its relevance left to
+    the engine it goes into (which scores it with its own topic model). Never raises: a line or record that
+    holds no document, or a file that cannot be read on (missing, a gzip stream cut short), is skipped with a
+    warning and noted in ``skipped``, and what was read before is kept."""
+    try:
+        if format_for(path, None) == "warc":
+            yield from _read_warc(path, skipped)
+        else:
+            yield from _read_jsonl(path, skipped)
+    except (OSError, EOFError) as exc:  # unreadable, or a gzip stream cut short: what was read is sent
+        _skip(f"{path}: cannot read on ({type(exc).__name__}: {str(exc)[:100]})", skipped)
+
+
+def _skip(why: str, skipped: list[str] | None) -> None:
+    logger.warning("skipping %s", why)
+    if skipped is not None:
+        skipped.append(why)
+
+
+def _read_jsonl(path: Path, skipped: list[str] | None) -> Iterator[IndexDocument]:
+    from oasis.runtime.clients import IndexDocument
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                doc = IndexDocument(
+                    url=_text(row["url"], "url"),
+                    title=_text(row.get("title", ""), "title"),
+                    text=_text(row.get("text", ""), "text"),
+                    fetch_time=float(row.get("fetch_time", 0.0)),
+                )
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                _skip(f"{path} line {number}: no document ({type(exc).__name__}: {str(exc)[:100]})", skipped)
+                continue
+            yield doc
+
+
+def _text(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} is not a string")
+    return value
+
+
+def _read_warc(path: Path, skipped: list[str] | None) -> Iterator[IndexDocument]:
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.exceptions import ArchiveLoadFailed
+
+    from oasis.runtime.clients import IndexDocument
+    from oasis.runtime.html import MAX_BYTES, parse_html
+
+    with path.open("rb") as stream:
+        try:
+            for record in ArchiveIterator(stream):
+                url = record.rec_headers.get_header("WARC-Target-URI") or ""
+                when = _seconds(record.rec_headers.get_header("WARC-Date") or "")
+                if record.rec_type == "resource" and url:  # an Oasis export: the stored title and text
+                    title = record.rec_headers.get_header("Oasis-Title") or ""
+                    text = record.content_stream().read().decode("utf-8", errors="replace")
+                    yield IndexDocument(url=url, title=title, text=text, fetch_time=when)
+                elif record.rec_type == "response" and url and record.http_headers is not None:
+                    ctype = (record.http_headers.get_header("Content-Type") or "").lower()
+                    if (record.http_headers.get_statuscode() or "").startswith("2") and "html" in ctype:
+                        page = parse_html(record.content_stream().read(MAX_BYTES + 1), url)
+                        yield IndexDocument(url=url, title=page.title, text=page.text, fetch_time=when)
+        except ArchiveLoadFailed as exc:
+            _skip(f"{path}: the rest is not a readable WARC ({str(exc)[:100]})", skipped)
+
+
+def _seconds(iso: str) -> float:
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def format_for(out: Path, fmt: str | None) -> str:
