@@ -128,8 +128,18 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
         b.routes.update(
             {
                 "/robots.txt": page("not found", status=404, ctype="text/plain"),
-                "/": page(html("B home", "index scans and btree indexes", ["/b1.html|btree index"])),
-                "/b1.html": page(html("Btree", "btree index database table sql")),
+                "/": page(
+                    html(
+                        "B home", "index scans and btree indexes", ["/b1.html|btree index", "/hash.html|hash"]
+                    )
+                ),
+                "/hash.html": page(html("Hash", "hash index database table sql"), X_Robots_Tag="noindex"),
+                "/b1.html": page(
+                    html("Btree", "btree index database table sql", ["/b2.html|more", "/b3.html|other"]),
+                    X_Robots_Tag="nofollow",  # its links are not followed: b2 is never requested
+                ),
+                "/b2.html": page(html("Gin", "gin index database table sql")),
+                "/b3.html": page(html("Brin", "brin index database table sql")),
             }
         )
         crawler, client = make_crawler(engine, tmp_path, allowed_hosts=frozenset({a.host, b.host}))
@@ -160,6 +170,9 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
         # the engine answers with the right pages
         assert a.url("/sql.html") in search(engine, "transaction")
         assert b.url("/b1.html") in search(engine, "btree")
+        # X-Robots-Tag as the meta tag: fetched but not indexed (noindex), links not followed (nofollow)
+        assert "/hash.html" in b.paths() and b.url("/hash.html") not in search(engine, "hash")
+        assert "/b2.html" not in b.paths() and "/b3.html" not in b.paths()
         assert a.url("/target.html") in search(engine, "isolation")
         assert status.pages_indexed >= 5
     finally:

@@ -98,6 +98,26 @@ def test_garbage_never_raises_and_noindex_nofollow() -> None:
     assert p_robots.op is None and p_robots.children == ()
 
 
+def test_x_robots_tag_header_as_the_meta_tag() -> None:
+    """The ``X-Robots-Tag`` response header (the meta tag's twin, for any response) was ignored: a page served
+    with ``noindex`` was indexed and one with ``nofollow`` had its links followed."""
+    proc = ResponseProcessor(Scorer(), max_bytes=4096)
+    body = '<title>SQL</title><p>SQL query database</p><a href="x.html">SQL x</a>'
+
+    def served(name: str, tag: str) -> f.FetchResult:
+        res = ok(BASE + name, body)
+        res.headers["x-robots-tag"] = tag
+        return res
+
+    cases = ["noindex", "nofollow", "none", "googlebot: noindex, nofollow", "oasisrobot: noindex",
+             "unavailable_after: 25 Jun 2010 15:00:00 PST", "googlebot: none, oasis: nofollow"]  # fmt: skip
+    got = proc.process([served(str(k), tag) for k, tag in enumerate(cases)], 1.0)
+    indexed = [p.op is not None for p in got]
+    followed = [bool(p.children) for p in got]
+    assert indexed == [False, True, False, True, False, True, True]
+    assert followed == [True, False, False, True, True, True, False]
+
+
 def test_min_relevance_keeps_off_topic_pages_out_of_the_index() -> None:
     proc = ResponseProcessor(Scorer(), max_bytes=1 << 20, min_relevance=0.2)
     on, off = proc.process(

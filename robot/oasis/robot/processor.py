@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from oasis.robot import fetcher as f
 from oasis.robot.engine_port import IndexDoc
 from oasis.robot.scheduling.interface import DELETED, ERROR, MODIFIED, NEW, UNCHANGED, Discovered, FetchKind
-from oasis.runtime.html import parse_html
+from oasis.runtime.html import parse_html, robots_header
 from oasis.runtime.text import link_words
 
 logger = logging.getLogger(__name__)
@@ -111,14 +111,14 @@ class ResponseProcessor:
                 max_bytes=self._max_bytes,
                 max_links=self._max_links,
             )
-            links = (
-                [] if page.nofollow else [(ln.url, ln.anchor) for ln in page.links if self._in_scope(ln.url)]
-            )
+            header_noindex, header_nofollow = robots_header(res.headers.get("x-robots-tag", ""))
+            nofollow = page.nofollow or header_nofollow
+            links = [] if nofollow else [(ln.url, ln.anchor) for ln in page.links if self._in_scope(ln.url)]
             if links:
                 kept = [ln for ln in links if len(ln[0]) <= self._max_url_length]
                 self.long_urls += len(links) - len(kept)
                 links = kept
-            pages[i] = (page.title, page.text, links, page.noindex)
+            pages[i] = (page.title, page.text, links, page.noindex or header_noindex)
             for link in links:
                 if link not in link_slot:
                     words = link_words(link[1], link[0])

@@ -30,6 +30,7 @@ import logging
 import re
 import threading
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -223,6 +224,34 @@ def parse_html(
         return ParsedPage(title="", text=text, links=(), encoding=used, truncated=truncated)
 
 
+ROBOTS_NAMES = ("robots", "oasis", "oasisrobot")  # <meta name=...> and X-Robots-Tag agents that mean us
+# X-Robots-Tag directives that carry a value after a colon (Google's list), not a user agent
+_VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
+
+
+def _directives(tokens: Iterable[str]) -> tuple[bool, bool]:
+    """(noindex, nofollow) of robots directives (lower-cased): ``none`` is both."""
+    found = set(tokens)
+    return bool(found & {"noindex", "none"}), bool(found & {"nofollow", "none"})
+
+
+def robots_header(value: str) -> tuple[bool, bool]:
+    """(noindex, nofollow) of an ``X-Robots-Tag`` response header (its values joined by commas, as HTTP
+    libraries join repeated headers): the directives for every crawler, and those after ``robots:``,
+    ``oasis:`` or ``oasisrobot:``; those after another agent's name (``googlebot: noindex``) are not ours."""
+    ours: list[str] = []
+    mine = True  # directives before any agent name apply to all
+    for part in value.lower().split(","):
+        token = part.strip()
+        agent, colon, rest = token.partition(":")
+        if colon and agent.strip() not in _VALUED:
+            mine = agent.strip() in ROBOTS_NAMES
+            token = rest.strip()
+        if mine:
+            ours.append(token)
+    return _directives(ours)
+
+
 @dataclass(slots=True)
 class _Walked:
     """What one document-order walk over a tree collects, before links are resolved."""
@@ -236,10 +265,10 @@ class _Walked:
     pieces: list[str] | None = None  # visible strings
 
     def meta(self, name: Any, content: Any) -> None:
-        if str(name or "").strip().lower() in ("robots", "oasis"):
-            directives = {d.strip().lower() for d in str(content or "").split(",")}
-            self.noindex |= bool(directives & {"noindex", "none"})
-            self.nofollow |= bool(directives & {"nofollow", "none"})
+        if str(name or "").strip().lower() in ROBOTS_NAMES:
+            noindex, nofollow = _directives(d.strip().lower() for d in str(content or "").split(","))
+            self.noindex |= noindex
+            self.nofollow |= nofollow
 
     def link(self, rel: Any, href: Any) -> None:
         rels = rel if isinstance(rel, list) else str(rel or "").split()
