@@ -60,6 +60,18 @@ def save(driver: object, tmp_path: Path, name: str) -> Path:
     return out
 
 
+def not_found(cluster: GatewayCluster) -> float:
+    """The gateway's 404 answers so far, from its own metrics."""
+    import requests
+
+    text = requests.get(cluster.gateway + "/metrics", timeout=10).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("oasis_gateway_requests_total{") and 'code="404"' in line
+    )
+
+
 def navigate(driver: Any, action: Callable[[], object]) -> None:
     """Run ``action`` (a click or an ENTER that loads another page) and wait until the page it left is gone:
     an element found right after it may still belong to the old page and go stale under the test."""
@@ -79,6 +91,7 @@ def test_search_in_a_browser(browser: object, gateway_cluster: GatewayCluster, t
 
     assert isinstance(browser, WebDriver)
     driver = browser
+    missing = not_found(gateway_cluster)
     driver.get(gateway_cluster.gateway + "/")
     assert driver.title == "Oasis"
     box = driver.find_element(By.NAME, "q")
@@ -119,6 +132,9 @@ def test_search_in_a_browser(browser: object, gateway_cluster: GatewayCluster, t
     assert driver.find_element(By.NAME, "q").get_attribute("value") == typed
     assert "<script>window.alert_ran=1</script>" in driver.find_element(By.ID, "summary").text
     assert driver.execute_script("return typeof window.alert_ran") == "undefined"
+    # the browser asked for nothing the gateway lacks (each page view asked for /favicon.ico, a 404 counted
+    # in the gateway's metrics, until the pages named an empty icon)
+    assert not_found(gateway_cluster) == missing
 
 
 def test_status_page_in_a_browser(browser: object, gateway_cluster: GatewayCluster, tmp_path: Path) -> None:

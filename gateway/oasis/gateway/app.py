@@ -68,7 +68,16 @@ Disallow: /metrics
 Disallow: /healthz
 """
 
-ENDPOINTS = ("/", "/search", "/opensearch.xml", "/status", "/healthz", "/metrics", "/static/style.css")
+ENDPOINTS = (
+    "/",
+    "/search",
+    "/opensearch.xml",
+    "/status",
+    "/healthz",
+    "/metrics",
+    "/static/style.css",
+    "/robots.txt",
+)
 SECURITY_HEADERS = {
     # no script runs on any page; styles only from the gateway's own stylesheet; forms post only here
     "content-security-policy": (
