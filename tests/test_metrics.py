@@ -369,3 +369,32 @@ def test_progress_line_rate_fields_and_quiet_when_the_robot_is_not_running(
     assert lines[1].fields["state"] == "done"  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="> 0"):
         ProgressLog("r", lambda: _status("idle", 0, {}), 0)
+
+
+def test_a_crawls_warc_reads_back_as_the_replay_reads_it(tmp_path: Path) -> None:
+    """``oasis index`` of a crawl's WARC takes the pages the replay's loader takes (one rule,
+    ``web.corpus.warc_html_response``): 2xx HTML responses, decoded by their header's charset, URLs
+    canonical; redirects and images are no documents."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from oasis.cluster.export import read_export
+
+    records = [
+        ("http://ru.test/a?b=1&a=2", "200 OK", "<title>База</title><p>данных</p>".encode("cp1251"),
+         "text/html; charset=windows-1251"),
+        ("http://ru.test/moved", "301 Moved", b"", "text/html"),
+        ("http://ru.test/logo.png", "200 OK", b"\x89PNG", "image/png"),
+    ]  # fmt: skip
+    path = tmp_path / "crawl.warc.gz"
+    with path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for url, status, body, ctype in records:
+            headers = StatusAndHeaders(status, [("Content-Type", ctype)], protocol="HTTP/1.1")
+            writer.write_record(
+                writer.create_warc_record(
+                    url, "response", payload=io.BytesIO(body), length=len(body), http_headers=headers
+                )
+            )
+    (doc,) = read_export(path)
+    assert (doc.url, doc.title, doc.text) == ("http://ru.test/a?a=2&b=1", "База", "данных")

@@ -15,12 +15,14 @@ The format is ``--format``, or what ``FILE``'s name says (``.warc``, ``.warc.gz`
   ``Oasis-Relevance`` and ``Oasis-Engine`` headers. These are resource records, not response records: the
   engine keeps the extracted title and text, not the HTTP response.
 
-Standard library only at import (the command table imports this module to build the parser).
+Standard library only at import, and :mod:`oasis.runtime.addresses`, which is too (the command table imports
+this module to build the parser).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import logging
@@ -123,6 +125,10 @@ def write_warc(out: IO[bytes], docs: Iterable[IndexDocument], engine: str, *, co
     return n
 
 
+def _gzipped(path: Path) -> bool:
+    return path.name.lower().endswith(".gz")
+
+
 def is_export(path: Path) -> bool:
     """Whether ``path`` is named as an export (``.jsonl``, ``.warc``, either ``.gz``): what ``oasis index``
     reads back as documents rather than as one HTML page."""
@@ -153,7 +159,7 @@ def _skip(why: str, skipped: list[str] | None) -> None:
 def _read_jsonl(path: Path, skipped: list[str] | None) -> Iterator[IndexDocument]:
     from oasis.runtime.clients import IndexDocument
 
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    opener = gzip.open if _gzipped(path) else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -184,23 +190,33 @@ def _read_warc(path: Path, skipped: list[str] | None) -> Iterator[IndexDocument]
 
     from oasis.runtime.clients import IndexDocument
     from oasis.runtime.html import MAX_BYTES, parse_html
+    from oasis.web.corpus import WarcNoise, cut, warc_html_response
 
-    with path.open("rb") as stream:
-        try:
-            for record in ArchiveIterator(stream):
-                url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    noise = WarcNoise()  # muted only while warcio reads: between documents stderr is the caller's
+    try:
+        with path.open("rb") as stream:
+            records = iter(ArchiveIterator(stream))
+            while True:
+                with contextlib.redirect_stderr(noise):
+                    record = next(records, None)
+                if record is None:
+                    return
                 when = _seconds(record.rec_headers.get_header("WARC-Date") or "")
+                url = record.rec_headers.get_header("WARC-Target-URI") or ""
                 if record.rec_type == "resource" and url:  # an Oasis export: the stored title and text
                     title = record.rec_headers.get_header("Oasis-Title") or ""
                     text = record.content_stream().read().decode("utf-8", errors="replace")
                     yield IndexDocument(url=url, title=title, text=text, fetch_time=when)
-                elif record.rec_type == "response" and url and record.http_headers is not None:
-                    ctype = (record.http_headers.get_header("Content-Type") or "").lower()
-                    if (record.http_headers.get_statuscode() or "").startswith("2") and "html" in ctype:
-                        page = parse_html(record.content_stream().read(MAX_BYTES + 1), url)
-                        yield IndexDocument(url=url, title=page.title, text=page.text, fetch_time=when)
-        except ArchiveLoadFailed as exc:
-            _skip(f"{path}: the rest is not a readable WARC ({str(exc)[:100]})", skipped)
+                elif (
+                    page := warc_html_response(record)
+                ) is not None:  # a crawl's WARC, as the replay reads it
+                    url, charset = page
+                    parsed = parse_html(record.content_stream().read(MAX_BYTES + 1), url, encoding=charset)
+                    yield IndexDocument(url=url, title=parsed.title, text=parsed.text, fetch_time=when)
+    except ArchiveLoadFailed as exc:
+        _skip(f"{path}: the rest is not a readable WARC ({cut(str(exc), 100)})", skipped)
+    finally:
+        noise.report(path)
 
 
 def _seconds(iso: str) -> float:
@@ -255,8 +271,8 @@ def export(address: str, engine: str, fmt: str, out: Path, *, limit: int = 0) ->
         docs = tqdm(client.export(limit=limit), total=total, unit="doc", file=sys.stderr, disable=None)
         with atomic_writer(out) as fh:
             if fmt == "warc":
-                return write_warc(fh, docs, engine, compress=out.name.endswith(".gz"))
-            if not out.name.endswith(".gz"):
+                return write_warc(fh, docs, engine, compress=_gzipped(out))
+            if not _gzipped(out):
                 return write_jsonl(fh, docs, engine)
             with gzip.GzipFile(fileobj=fh, mode="wb") as packed:  # x.jsonl.gz: what its name says
                 return write_jsonl(packed, docs, engine)

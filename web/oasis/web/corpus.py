@@ -16,7 +16,7 @@ import os
 import pickle
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeGuard
+from typing import Any, TypeGuard
 from urllib.parse import quote, urljoin
 
 from tqdm import tqdm
@@ -286,9 +286,10 @@ def load_multi_host(
     )
 
 
-class _Said(io.TextIOBase):
-    """A stderr that keeps the first message and counts the rest (a damaged WARC makes warcio write each bad
-    record's remainder, megabytes of it)."""
+class WarcNoise(io.TextIOBase):
+    """A stderr for warcio's reads (``contextlib.redirect_stderr``): a damaged WARC makes warcio write each
+    bad record's remainder to stderr, megabytes of it. This keeps the first message and counts the rest, and
+    :meth:`report` logs them as one warning."""
 
     def __init__(self) -> None:
         self.first = ""
@@ -301,9 +302,36 @@ class _Said(io.TextIOBase):
                 self.first = " ".join(text[:1000].split())
         return len(text)
 
+    def report(self, path: Path) -> None:
+        if self.count:
+            logger.warning("%s: %d warning(s) reading it, the first: %s", path, self.count, cut(self.first))
 
-def _cut(text: str, limit: int = 200) -> str:
+
+def cut(text: str, limit: int = 200) -> str:
+    """``text``, or its first ``limit`` characters and how many more there were."""
     return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
+
+
+def warc_html_response(record: Any) -> tuple[str, str | None] | None:
+    """(canonical URL, charset) of a WARC record that is a page: a ``response`` with a 2xx status and an
+    HTML content type (``text/html``, ``application/xhtml+xml``). None for any other record: a request, a
+    redirect, an image, a URL that is none."""
+    if record.rec_type != "response" or record.http_headers is None:
+        return None
+    status = record.http_headers.get_statuscode()
+    ctype = (record.http_headers.get_header("Content-Type") or "").lower()
+    if not (status or "").startswith("2") or not ("text/html" in ctype or "application/xhtml+xml" in ctype):
+        return None
+    try:
+        url = canonicalize(record.rec_headers.get_header("WARC-Target-URI") or "")
+    except InvalidURL:
+        return None
+    charset = None
+    for part in ctype.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key == "charset" and value:
+            charset = value.strip("\"' ")
+    return url, charset
 
 
 def load_warc(path: Path | str, *, seeds: Iterable[str] | None = None, name: str | None = None) -> Corpus:
@@ -320,27 +348,14 @@ def load_warc(path: Path | str, *, seeds: Iterable[str] | None = None, name: str
         raise CorpusError(f"WARC file {path} not found")
     pages: dict[str, Page] = {}
     order: list[str] = []
-    noise = _Said()  # warcio writes its warnings about damaged records to stderr, each with the record's rest
+    noise = WarcNoise()
     try:
         with path.open("rb") as stream, contextlib.redirect_stderr(noise):
             for record in ArchiveIterator(stream):
-                if record.rec_type != "response" or record.http_headers is None:
+                page = warc_html_response(record)
+                if page is None:
                     continue
-                status = record.http_headers.get_statuscode()
-                ctype = (record.http_headers.get_header("Content-Type") or "").lower()
-                if not (status or "").startswith("2") or not (
-                    "text/html" in ctype or "application/xhtml+xml" in ctype
-                ):
-                    continue
-                try:
-                    url = canonicalize(record.rec_headers.get_header("WARC-Target-URI") or "")
-                except InvalidURL:
-                    continue
-                charset = None
-                for part in ctype.split(";")[1:]:
-                    key, _, value = part.strip().partition("=")
-                    if key == "charset" and value:
-                        charset = value.strip("\"' ")
+                url, charset = page
                 content = record.content_stream().read()
                 parsed = parse_html(content, url, encoding=charset, max_bytes=LOADER_MAX_BYTES)
                 markup, _ = decode_html(content[:LOADER_MAX_BYTES], charset)
@@ -348,12 +363,9 @@ def load_warc(path: Path | str, *, seeds: Iterable[str] | None = None, name: str
                     order.append(url)
                 pages[url] = parsed.to_page(url, html=markup)
     except ArchiveLoadFailed as exc:
-        raise CorpusError(f"{path} is not a readable WARC file: {_cut(str(exc))}") from exc
+        raise CorpusError(f"{path} is not a readable WARC file: {cut(str(exc))}") from exc
     finally:
-        if noise.count:
-            logger.warning(
-                "%s: %d warning(s) reading it, the first: %s", path, noise.count, _cut(noise.first)
-            )
+        noise.report(path)
     if not pages:
         raise CorpusError(f"no HTML responses in {path}")
     return Corpus(
