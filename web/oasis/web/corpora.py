@@ -36,7 +36,7 @@
   ``python-ldap-doc``; holdout-31 (session 25): ``python-mpi4py-doc`` and ``python-nitime-doc``;
   holdout-32 (session 26): ``python-slixmpp-doc`` and ``python-pwntools-doc``; holdout-33 (session 27):
   ``python-nipy-doc`` and ``python-pywt-doc``; holdout-34 (session 27): ``python-pyfai-doc`` and
-  ``python-simpy3-doc``.
+  ``python-simpy3-doc``; holdout-35 (session 28): ``python-imageio-doc`` and ``python-lark-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -257,6 +257,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (pyFAI, diffraction image integration) and one small (SimPy): docs/replay.md
         _experiment("python-pyfai-doc", "pyfai"),
         _experiment("python-simpy3-doc", "simpy"),
+        # holdout-35 (session 28), fixed after holdout-34's single run, before any further design work: one
+        # mid-sized web (imageio, image and video reading and writing) and one small (Lark, a parsing toolkit)
+        _experiment("python-imageio-doc", "imageio"),
+        _experiment("python-lark-doc", "lark"),
     )
 }
 ALL = "all"
