@@ -74,3 +74,22 @@ def test_binary_files_named_html_are_skipped_and_text_in_any_encoding_is_not(
     assert skipped == [
         f"skipping {tmp_path / n}: binary data, not HTML" for n in ("image.html", "packed.html", "zeros.html")
     ]
+
+
+def test_redirect_stubs_are_skipped_and_a_late_refresh_is_a_page(tmp_path: Path) -> None:
+    """``oasis index`` of a Sphinx tree indexed its redirect stubs (a prompt ``<meta http-equiv="refresh">``
+    and nothing else: dask's docs have 54) as documents with no text. They are skipped now, counted apart; a
+    page that refreshes after a minute is still a page."""
+    from oasis.cluster.commands import documents_from_files
+
+    (tmp_path / "stub.html").write_text('<meta http-equiv="refresh" content="1; url=graphviz.html" />')
+    (tmp_path / "Stub2.html").write_text("<META HTTP-EQUIV=REFRESH CONTENT=\"0;URL='x.html'\">")
+    (tmp_path / "late.html").write_text(
+        '<title>late</title><meta http-equiv="refresh" content="60; url=next.html"><p>news</p>'
+    )
+    (tmp_path / "reload.html").write_text('<title>reload</title><meta http-equiv="refresh" content="0">')
+    skipped: list[Path] = []
+    stubs: list[Path] = []
+    docs = list(documents_from_files([tmp_path], "http://docs.test/", skipped, stubs))
+    assert sorted(d.title for d in docs) == ["late", "reload"]
+    assert sorted(p.name for p in stubs) == ["Stub2.html", "stub.html"] and skipped == []

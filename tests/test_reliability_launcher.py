@@ -189,10 +189,15 @@ def test_index_of_a_rejected_file_exits_non_zero_and_two_trees_keep_distinct_url
     (state.parent / "tree-b" / "logo.html").write_bytes(
         b"\x89PNG\r\n\x1a\n" + bytes(range(256))
     )  # not a page
+    (state.parent / "tree-a" / "moved.html").write_text(
+        '<meta http-equiv="refresh" content="0; url=index.html">'
+    )
     for tree in ("tree-a", "tree-b"):
         res = oasis(state, "index", "--engine", "databases", str(state.parent / tree))
         assert res.returncode == 0, res.stderr
         assert "1 added" in res.stdout, res.stdout  # added, not "replaced" the other tree's page
+        if tree == "tree-a":  # a redirect stub is no document (the robot follows it instead)
+            assert "skipped 1 redirect stub(s)" in res.stdout, res.stdout
     assert "skipped 1 file(s) that could not be read or are not HTML (binary data)" in res.stdout
     assert f"skipping {state.parent / 'tree-b' / 'logo.html'}: binary data, not HTML" in res.stderr
     status = json.loads(oasis(state, "status", "--json").stdout)

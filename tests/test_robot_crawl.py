@@ -94,6 +94,9 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
                             "/private/secret.html|secret",
                             "/moved|moved",
                             "/loop1|loop",
+                            "/refresh|refresh",
+                            "/rloop1|refresh loop",
+                            "/c0|refresh chain",
                             "/bomb|bomb",
                             "/chunked|chunked",
                             "/slow|slow",
@@ -115,6 +118,16 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
                 "/target.html": page(html("Target", "database transaction isolation levels")),
                 "/loop1": redirect("/loop2"),
                 "/loop2": redirect("/loop1"),
+                # meta refresh: a stub whose target is followed (as a 3xx), and a loop of two stubs
+                "/refresh": page('<meta http-equiv="refresh" content="0; url=/refreshed.html"><p>moved</p>'),
+                "/refreshed.html": page(html("Refreshed", "serializable snapshot isolation database sql")),
+                "/rloop1": page('<meta http-equiv="refresh" content="1; url=/rloop2">'),
+                "/rloop2": page('<meta http-equiv="refresh" content="1; URL=\'/rloop1\'">'),
+                **{
+                    f"/c{i}": page(f'<meta http-equiv="refresh" content="0; url=/c{i + 1}">')
+                    for i in range(7)
+                },
+                "/c7": page(html("Chain end", "chain end database")),
                 "/bomb": gzip_bomb(32),
                 "/chunked": endless_chunked,
                 "/slow": slowloris(10.0, 0.3),
@@ -166,6 +179,12 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
         # redirect target crawled; the loop ended (each URL fetched once)
         assert a.paths().count("/target.html") == 1
         assert a.paths().count("/loop1") == 1 and a.paths().count("/loop2") == 1
+        # a meta refresh stub is a redirect: its target crawled and indexed, the stub not; the loop ended
+        assert a.paths().count("/refreshed.html") == 1
+        assert a.paths().count("/rloop1") == 1 and a.paths().count("/rloop2") == 1
+        # a chain of stubs ends at max_redirects (5) hops, as a chain of 3xx does
+        assert [f"/c{i}" in a.paths() for i in range(8)] == [True] * 6 + [False] * 2
+        assert status.errors[f.TOO_MANY_REDIRECTS] >= 1
         assert "outside.invalid" not in " ".join(x.host for x in a.log + b.log)
         # the engine answers with the right pages
         assert a.url("/sql.html") in search(engine, "transaction")
@@ -174,6 +193,8 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
         assert "/hash.html" in b.paths() and b.url("/hash.html") not in search(engine, "hash")
         assert "/b2.html" not in b.paths() and "/b3.html" not in b.paths()
         assert a.url("/target.html") in search(engine, "isolation")
+        assert search(engine, "serializable") == [a.url("/refreshed.html")]
+        assert a.url("/refresh") not in search(engine, "moved")
         assert status.pages_indexed >= 5
     finally:
         a.stop()

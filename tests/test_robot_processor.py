@@ -146,3 +146,35 @@ def test_a_link_is_scored_by_its_anchor_and_url_words() -> None:
     assert by_url.anchor_relevance == MODEL.score("", "[source] docs sql queries") > 0.1
     assert neither.anchor_relevance == 0.0
     assert scorer.calls == 1
+
+
+def test_a_prompt_meta_refresh_is_a_redirect_and_a_late_one_a_link() -> None:
+    """A ``<meta http-equiv="refresh">`` was ignored: a redirect stub was indexed as an empty page and its
+    target never found. A refresh within REFRESH_REDIRECT seconds is a redirect now, as a 3xx is; a later one
+    leaves the page a page, with one more link."""
+    proc = ResponseProcessor(Scorer(), max_bytes=4096, in_scope=lambda url: url.startswith(BASE))
+
+    def refresh(name: str, content: str, body: str = "") -> f.FetchResult:
+        return ok(BASE + name, f'<meta http-equiv="refresh" content="{content}"><title>SQL</title>{body}')
+
+    stub, late, hidden, away, reload = proc.process(
+        [
+            refresh("stub.html", "0; url=target.html"),
+            refresh("late.html", "30; url=next.html", "<p>SQL query database</p><a href='b.html'>SQL</a>"),
+            refresh("nf.html", "30; url=next.html", '<meta name="robots" content="nofollow"><p>SQL</p>'),
+            refresh("away.html", "1; url=http://other.test/x"),
+            refresh("reload.html", "0", "<p>SQL query database</p>"),
+        ],
+        1.0,
+    )
+    assert stub.error == f.REDIRECT and stub.kind == NEW and stub.relevance == 0.0 and stub.op is None
+    assert [c.url for c in stub.children] == [BASE + "target.html"]
+    assert late.error is None and late.op is not None and late.op.text == "SQL query database SQL"
+    assert [c.url for c in late.children] == [BASE + "b.html", BASE + "next.html"]
+    assert hidden.op is not None and hidden.children == ()  # nofollow: not even the refresh's target
+    assert away.error == f.REDIRECT and away.children == ()  # out of scope: not followed
+    assert reload.error is None and reload.op is not None and reload.children == ()  # reloads itself
+    # a page we had indexed turns into a stub: deleted, and its target crawled as a new root (as after a 301)
+    proc.process([ok(BASE + "old.html", PAGE)], 2.0)
+    [old] = proc.process([refresh("old.html", "0; url=new.html")], 3.0)
+    assert old.kind == DELETED and old.op is not None and old.op.delete and old.seed == BASE + "new.html"

@@ -9,7 +9,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oasis.runtime.html import SNIFF_BYTES, collapse_whitespace, decode_html, looks_binary, parse_html
+from oasis.runtime.html import (
+    PARSERS,
+    SNIFF_BYTES,
+    Parser,
+    collapse_whitespace,
+    decode_html,
+    looks_binary,
+    parse_html,
+    parse_refresh,
+)
 from oasis.runtime.urls import canonicalize
 
 BASE = "http://Example.COM:80/docs/page.html"
@@ -80,6 +89,60 @@ def test_robots_meta_and_canonical() -> None:
     assert none.noindex and none.nofollow
     plain = parse_html("<p>hi</p>", BASE)
     assert not plain.noindex and not plain.nofollow and plain.canonical is None
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("0; url=graphviz.html", (0.0, "graphviz.html")),
+        ("1; URL='a b.html'", (1.0, "a b.html")),  # quoted: up to the closing quote
+        ('  0 ; url = "q.html" trailing', (0.0, "q.html")),
+        ("3, next.html", (3.0, "next.html")),  # a comma, and no "url="
+        ("0 'b.html'", (0.0, "b.html")),
+        ("1.5; url=x", (1.0, "x")),  # the fraction is read and ignored
+        (".5;url=z", (0.0, "z")),
+        ("0; urlfoo.html", (0.0, "foo.html")),  # "url" without "=": WHATWG's "skip quotes", as browsers do
+        ("0;url", (0.0, "")),
+        ("7", (7.0, "")),  # a reload of the page itself
+        ("soon; url=x", None),  # no time
+        ("5x;url=y", None),
+        ("", None),
+    ],
+)
+def test_meta_refresh_content_is_read_as_whatwgs_declarative_refresh(
+    content: str, expected: tuple[float, str] | None
+) -> None:
+    assert parse_refresh(content) == expected
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_meta_refresh_target_is_resolved_and_never_a_link(parser: Parser) -> None:
+    """A ``<meta http-equiv="refresh">`` was not read at all: a redirect stub (102 of the Debian documentation
+    pages installed here, 54 of them dask's) was a page of no text and no links, its target never found. Its
+    target is now resolved and canonical; it stays out of ``links`` (every corpus graph is what the markup
+    links)."""
+    stub = (
+        '<html><head><meta http-equiv="Refresh" content="1; url=graphviz.html#top" />'
+        '<script>window.location.href = "graphviz.html"</script></head></html>'
+    )
+    page = parse_html(stub, BASE, parser=parser)
+    assert page.refresh == "http://example.com/docs/graphviz.html" and page.refresh_delay == 1.0
+    assert page.redirect == page.refresh and page.links == ()
+    later = parse_html(
+        '<meta http-equiv="refresh" content="60; url=/next.html"><p>x</p>', BASE, parser=parser
+    )
+    assert later.refresh == "http://example.com/next.html" and later.refresh_delay == 60.0
+    assert later.redirect is None  # a late refresh: the page is a page
+    for reload in ('content="30"', f'content="0; url={BASE}"', 'content="0; url=javascript:go()"'):
+        same = parse_html(f"<meta http-equiv=refresh {reload}>", BASE, parser=parser)
+        assert same.refresh is None and same.refresh_delay is None and same.redirect is None
+    first = parse_html(
+        '<meta http-equiv="refresh" content="0; url=a.html">'
+        '<meta http-equiv="refresh" content="0; url=b.html">',
+        BASE,
+        parser=parser,
+    )
+    assert first.refresh == "http://example.com/docs/a.html"
 
 
 @pytest.mark.parametrize(

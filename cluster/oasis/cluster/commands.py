@@ -534,11 +534,16 @@ DEFAULT_FILES_HOST = "http://files.local"
 
 
 def documents_from_files(
-    paths: list[Path], base_url: str | None = None, skipped: list[Path] | None = None
+    paths: list[Path],
+    base_url: str | None = None,
+    skipped: list[Path] | None = None,
+    stubs: list[Path] | None = None,
 ) -> Iterator[IndexDocument]:
     """One document per HTML file; its URL is ``base_url`` + the path relative to its root, or (no
     ``base_url``) ``http://files.local`` + its absolute path, distinct for every file on this machine. A file
-    that cannot be read or holds binary data is skipped with a warning (and added to ``skipped``)."""
+    that cannot be read or holds binary data is skipped with a warning (and added to ``skipped``); a redirect
+    stub (a prompt ``<meta http-equiv="refresh">``, which the robot follows and does not index) is skipped
+    too (added to ``stubs``)."""
     from urllib.parse import quote
 
     from oasis.runtime.clients import IndexDocument
@@ -565,6 +570,11 @@ def documents_from_files(
                 skipped.append(f)
             continue
         page = parse_html(content, url)
+        if page.redirect is not None:  # a prompt meta refresh: a stub that sends the reader elsewhere
+            logger.info("skipping %s: a redirect (meta refresh) to %s", f, page.redirect)
+            if stubs is not None:
+                stubs.append(f)
+            continue
         yield IndexDocument(url=url, title=page.title, text=page.text, fetch_time=mtime)
 
 
@@ -603,11 +613,12 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"oasis index: {exc}", file=sys.stderr)
         return 2
     skipped: list[Path] = []
+    stubs: list[Path] = []
     bad_records: list[str] = []
     docs = tqdm(
         itertools.chain(
             *(read_export(p, bad_records) for p in exports),
-            documents_from_files(pages, args.base_url, skipped),
+            documents_from_files(pages, args.base_url, skipped, stubs),
         ),
         total=None if exports else len(files),
         unit="page",
@@ -630,6 +641,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     if skipped:  # each named in a warning as it was met
         print(f"  skipped {len(skipped)} file(s) that could not be read or are not HTML (binary data)")
+    if stubs:
+        print(f"  skipped {len(stubs)} redirect stub(s): pages whose meta refresh sends the reader elsewhere")
     if bad_records:
         print(
             f"  skipped {len(bad_records)} part(s) of an export: lines or records with no document, "

@@ -50,6 +50,7 @@ class Parsed:
     page_idx: dict[int, int]  # result index -> its page's slot in texts
     link_slot: dict[tuple[str, str], int]  # (url, anchor) of a link -> its words' slot in texts
     texts: list[tuple[str, str]]  # (title, text) of each page, then ("", words) of each distinct link's words
+    refreshed: dict[int, str]  # result index -> the target of its page's meta refresh redirect
 
 
 def content_hash(title: str, text: str) -> str:
@@ -101,6 +102,7 @@ class ResponseProcessor:
         texts: list[tuple[str, str]] = []
         link_slot: dict[tuple[str, str], int] = {}
         word_slot: dict[str, int] = {}  # a link's words (link_words) -> their slot in texts
+        refreshed: dict[int, str] = {}
         for i, res in enumerate(results):
             if res.kind != f.OK:
                 continue
@@ -111,9 +113,15 @@ class ResponseProcessor:
                 max_bytes=self._max_bytes,
                 max_links=self._max_links,
             )
+            if page.redirect is not None:  # a prompt meta refresh: a stub, as a 3xx is (REFRESH_REDIRECT)
+                refreshed[i] = page.redirect
+                continue
             header_noindex, header_nofollow = robots_header(res.headers.get("x-robots-tag", ""))
             nofollow = page.nofollow or header_nofollow
             links = [] if nofollow else [(ln.url, ln.anchor) for ln in page.links if self._in_scope(ln.url)]
+            late = None if nofollow else page.refresh  # a late refresh: its target is one more link
+            if late is not None and self._in_scope(late) and all(url != late for url, _ in links):
+                links.append((late, ""))
             if links:
                 kept = [ln for ln in links if len(ln[0]) <= self._max_url_length]
                 self.long_urls += len(links) - len(kept)
@@ -133,7 +141,7 @@ class ResponseProcessor:
         texts.extend(("", words) for words in word_slot)
         for link, slot in link_slot.items():
             link_slot[link] = first + slot
-        return Parsed(results, pages, page_idx, link_slot, texts)
+        return Parsed(results, pages, page_idx, link_slot, texts, refreshed)
 
     def score(self, parsed: Parsed) -> list[float]:
         """The topic relevance of every text of a parsed batch (one Score call; none without texts)."""
@@ -157,6 +165,8 @@ class ResponseProcessor:
                 if known is not None:
                     known.etag = res.headers.get("etag", "")
                     known.last_modified = res.headers.get("last-modified", "")
+            elif i in parsed.refreshed:
+                out.append(self._redirected(res.url, parsed.refreshed[i]))
             else:
                 out.append(self._failure(res))
         return out
@@ -195,22 +205,25 @@ class ResponseProcessor:
             if before is not None:
                 return Processed(res.url, UNCHANGED, before.relevance, (), None, None, before.hash)
         if res.kind == f.REDIRECT and res.redirect_to is not None:
-            # the redirect's target is the one child of a page with no content of its own (reward 0)
-            target = res.redirect_to
-            follow = target != res.url and self._in_scope(target)
-            before = self.known.pop(res.url, None)
-            if before is not None:  # a page we indexed moved: delete it, and crawl the target as a new root
-                op = IndexDoc(url=res.url, delete=True)
-                return Processed(
-                    res.url, DELETED, before.relevance, (), op, f.REDIRECT, seed=target if follow else None
-                )
-            children = (Discovered(target),) if follow else ()
-            return Processed(res.url, NEW, 0.0, children, None, f.REDIRECT)
+            return self._redirected(res.url, res.redirect_to)
         if res.kind == f.NOT_FOUND:
             before = self.known.pop(res.url, None)
             if before is not None:
                 return Processed(res.url, DELETED, before.relevance, (), IndexDoc(url=res.url, delete=True))
         return Processed(res.url, ERROR, 0.0, (), None, res.kind)
+
+    def _redirected(self, url: str, target: str) -> Processed:
+        """A redirect (an HTTP 3xx, or a prompt meta refresh) from ``url`` to ``target``: the target is the
+        one child of a page with no content of its own (reward 0)."""
+        follow = target != url and self._in_scope(target) and len(target) <= self._max_url_length
+        before = self.known.pop(url, None)
+        if before is not None:  # a page we indexed moved: delete it, and crawl the target as a new root
+            op = IndexDoc(url=url, delete=True)
+            return Processed(
+                url, DELETED, before.relevance, (), op, f.REDIRECT, seed=target if follow else None
+            )
+        children = (Discovered(target),) if follow else ()
+        return Processed(url, NEW, 0.0, children, None, f.REDIRECT)
 
 
 def _clip(x: float) -> float:

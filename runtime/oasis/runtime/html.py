@@ -1,4 +1,6 @@
-"""The one HTML response processor parser: markup in, title / visible text / canonical links out.
+"""The one HTML response processor parser: markup in, title / visible text / canonical links out (and a
+``<meta http-equiv="refresh">``'s target, kept apart from the links: the robot follows a prompt one as a
+redirect, and corpus graphs stay what the markup links).
 
 Used by the robot's response processor and by every corpus loader, so the live crawl and the replay see
 exactly the same pages. Garbage in, best-effort page out: malformed markup, binary junk, unknown or wrong
@@ -57,6 +59,10 @@ logger = logging.getLogger(__name__)
 MAX_BYTES = 4 * 1024 * 1024  # default cap: a response processor never parses more than 4 MiB of one page
 MAX_ANCHOR_CHARS = 200  # joined anchor text of one link is cut here
 MAX_TITLE_CHARS = 500
+# A <meta http-equiv="refresh"> to another URL within this many seconds makes the page a redirect stub, as an
+# HTTP 3xx: the robot follows it and indexes no page (Nutch's PERM_REFRESH_TIME); a later refresh leaves the
+# page a page, with its target one more link
+REFRESH_REDIRECT = 5.0
 INVISIBLE_TAGS = ("script", "style", "noscript", "template", "title")
 _INVISIBLE = frozenset(INVISIBLE_TAGS)
 _NON_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
@@ -82,6 +88,18 @@ class ParsedPage:
     nofollow: bool = False  # <meta name="robots" content="nofollow"> (or "none"); links are still listed
     encoding: str = "utf-8"  # the charset the bytes were decoded with
     truncated: bool = False  # the input was longer than max_bytes and was cut
+    # <meta http-equiv="refresh" content="N; url=...">: its target (canonical, resolved) and delay in
+    # seconds; None when absent, unparsable, or a reload of the page itself (not a link: ``links`` is the
+    # page's <a>/<area> links only, so every corpus graph is what the markup links)
+    refresh: str | None = None
+    refresh_delay: float | None = None
+
+    @property
+    def redirect(self) -> str | None:
+        """The target of a prompt meta refresh (within ``REFRESH_REDIRECT`` seconds): the page is a stub."""
+        if self.refresh_delay is not None and self.refresh_delay <= REFRESH_REDIRECT:
+            return self.refresh
+        return None
 
     def to_page(self, url: str, *, relevance: float | None = None, html: str | None = None) -> Page:
         return Page(
@@ -263,8 +281,11 @@ class _Walked:
     nofollow: bool = False
     raw_links: list[tuple[str, str]] | None = None  # (href, anchor text)
     pieces: list[str] | None = None  # visible strings
+    refresh: str | None = None  # the first <meta http-equiv="refresh">'s content
 
-    def meta(self, name: Any, content: Any) -> None:
+    def meta(self, name: Any, content: Any, http_equiv: Any = None) -> None:
+        if self.refresh is None and str(http_equiv or "").strip().lower() == "refresh":
+            self.refresh = str(content or "")
         if str(name or "").strip().lower() in ROBOTS_NAMES:
             noindex, nofollow = _directives(d.strip().lower() for d in str(content or "").split(","))
             self.noindex |= noindex
@@ -309,7 +330,7 @@ def _walk_soup(markup: str, builder: str) -> _Walked:
             elif name == "link" and out.canonical_href is None:
                 out.link(node.get("rel"), node.get("href"))
             elif name == "meta":
-                out.meta(node.get("name", ""), node.get("content", ""))
+                out.meta(node.get("name", ""), node.get("content", ""), node.get("http-equiv"))
             stack.extend(reversed(node.contents))
         elif isinstance(node, NavigableString) and not isinstance(node, _NON_TEXT):
             pieces.append(str(node))
@@ -492,7 +513,7 @@ def _collect(top: Any, out: _Walked) -> None:
             if out.canonical_href is None:
                 out.link(node.get("rel"), node.get("href"))
         elif name == "meta":
-            out.meta(node.get("name"), node.get("content"))
+            out.meta(node.get("name"), node.get("content"), node.get("http-equiv"))
         else:  # rt, rp
             ruby.update(node.iterdescendants("a", "area", "title"))
     for node in invisible:  # keep the tail: it is the visible text after the element
@@ -508,6 +529,7 @@ def _finish(
         base = canonicalize(base_url)
     except InvalidURL:
         base = ""
+    own = base  # the page's own URL (a refresh to it is a reload, not a redirect)
     if walked.base_href is not None:
         resolved = resolve_link(walked.base_href, base)
         if resolved is not None:
@@ -530,6 +552,14 @@ def _finish(
             texts.append(anchor)
     links = tuple(Link(url, " ".join(texts)[:MAX_ANCHOR_CHARS]) for url, texts in anchors.items())
     text = collapse_whitespace(" ".join(walked.pieces or ()))
+    refresh = delay = None
+    declared = parse_refresh(walked.refresh) if walked.refresh is not None else None
+    if declared is not None and declared[1]:
+        refresh = resolve_link(declared[1], base)
+        if refresh is not None and refresh != own:
+            delay = declared[0]
+        else:
+            refresh = None
     return ParsedPage(
         title=walked.title,
         text=text,
@@ -539,4 +569,54 @@ def _finish(
         nofollow=walked.nofollow,
         encoding=used,
         truncated=truncated,
+        refresh=refresh,
+        refresh_delay=delay,
     )
+
+
+_ASCII_WHITESPACE = "\t\n\f\r "
+
+
+def parse_refresh(content: str) -> tuple[float, str] | None:
+    """A ``<meta http-equiv="refresh">`` content as WHATWG HTML's shared declarative refresh steps read it:
+    ``(delay in seconds, URL string)``, the URL string empty for a reload of the page itself; None when
+    the content does not start with a time (``"5; url=/next"``, ``"0;URL='a b.html'"``, ``"3, next.html"``,
+    ``"7"`` all parse; ``"soon; url=x"`` does not)."""
+    pos, end = 0, len(content)
+    ws = _ASCII_WHITESPACE
+    while pos < end and content[pos] in ws:
+        pos += 1
+    start = pos
+    while pos < end and content[pos].isascii() and content[pos].isdigit():
+        pos += 1
+    digits = content[start:pos]
+    if not digits and not (pos < end and content[pos] == "."):
+        return None
+    while pos < end and (content[pos] == "." or (content[pos].isascii() and content[pos].isdigit())):
+        pos += 1  # a fraction is allowed and ignored
+    delay = float(int(digits)) if digits else 0.0
+    if pos < end and content[pos] not in ws and content[pos] not in ";,":
+        return None  # "5x": not a time
+    while pos < end and content[pos] in ws:
+        pos += 1
+    if pos < end and content[pos] in ";,":
+        pos += 1
+    while pos < end and content[pos] in ws:
+        pos += 1
+    # "url", whitespace, "=", whitespace: each matched part is consumed, and the first part that does not
+    # match ends the matching where it stands (the spec's "skip quotes": "0; ufoo" is "foo", as browsers do)
+    for letter in "url":
+        if pos >= end or content[pos].lower() != letter:
+            break
+        pos += 1
+    else:
+        while pos < end and content[pos] in ws:
+            pos += 1
+        if pos < end and content[pos] == "=":
+            pos += 1
+            while pos < end and content[pos] in ws:
+                pos += 1
+    rest = content[pos:]
+    if rest[:1] in ("'", '"'):
+        rest = rest[1:].split(rest[0], 1)[0]
+    return delay, rest.strip(ws)
