@@ -37,6 +37,7 @@ import json
 import logging
 import math
 import secrets
+import sys
 import threading
 import time
 from collections import Counter
@@ -378,11 +379,25 @@ class _TruthHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class TruthServer(ThreadingHTTPServer):
-    """The evaluator's view of the living web (see the module docstring), on its own loopback port."""
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server of this package (the replayed web's hosts, the living web's truth): its
+    threads do not hold up the process, and a client that drops its connection (a crawler closing a
+    keep-alive socket, a stopped robot) is a debug line, not a traceback on stderr; any other error is
+    logged as a warning with its traceback."""
 
     daemon_threads = True
     block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            logger.debug("client %s dropped its connection: %s", client_address, exc)
+        else:
+            logger.warning("error serving a request from %s", client_address, exc_info=True)
+
+
+class TruthServer(LoopbackHTTPServer):
+    """The evaluator's view of the living web (see the module docstring), on its own loopback port."""
 
     def __init__(
         self,

@@ -27,13 +27,13 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import NamedTuple
 from urllib.parse import urljoin, urlsplit
 
 from oasis.runtime.urls import InvalidURL, canonicalize
-from oasis.web.living import LivingWeb
+from oasis.web.living import LivingWeb, LoopbackHTTPServer
 from oasis.web.model import Corpus, origin_of
 
 logger = logging.getLogger(__name__)
@@ -120,10 +120,7 @@ class AccessRecord(NamedTuple):
     user_agent: str
 
 
-class _HostServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
+class _HostServer(LoopbackHTTPServer):
     def __init__(self, web: ReplayedWeb, origin: str, port: int) -> None:
         self.web = web
         self.origin = origin
