@@ -97,6 +97,8 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
                             "/refresh|refresh",
                             "/rloop1|refresh loop",
                             "/c0|refresh chain",
+                            "/_images/logo.png|logo",
+                            "/_sources/sql.rst.txt|sql source",
                             "/bomb|bomb",
                             "/chunked|chunked",
                             "/slow|slow",
@@ -185,6 +187,8 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
         # a chain of stubs ends at max_redirects (5) hops, as a chain of 3xx does
         assert [f"/c{i}" in a.paths() for i in range(8)] == [True] * 6 + [False] * 2
         assert status.errors[f.TOO_MANY_REDIRECTS] >= 1
+        # links whose suffix names no page (an image, a Sphinx source) are never requested
+        assert not {"/_images/logo.png", "/_sources/sql.rst.txt"} & set(a.paths())
         assert "outside.invalid" not in " ".join(x.host for x in a.log + b.log)
         # the engine answers with the right pages
         assert a.url("/sql.html") in search(engine, "transaction")

@@ -7,6 +7,21 @@ from pathlib import Path
 
 from oasis.robot.scheduling import SHIPPED, ControllerConfig
 
+# Links whose URL path ends with one of these (any case) name no HTML page and are never requested: images,
+# styles, scripts, fonts, media, archives and binaries (Nutch's default suffix-urlfilter, widened), documents
+# and data the robot cannot index (PDF, office files, JSON, XML feeds), and source text (a Sphinx site's
+# ``_sources/*.rst.txt``, ``.py`` and ``.ipynb`` downloads: on the dask docs 1,009 of 2,092 requests were
+# for these). The query is not part of the path: ``/get.php?f=a.png`` is requested, ``/a.png?v=2`` is not.
+NOT_PAGE_SUFFIXES: tuple[str, ...] = (
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".svg", ".svgz", ".webp", ".tif", ".tiff", ".eps",
+    ".psd", ".wmf", ".css", ".js", ".mjs", ".map", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp3",
+    ".mp4", ".m4a", ".m4v", ".avi", ".mov", ".mpg", ".mpeg", ".wav", ".ogg", ".oga", ".ogv", ".webm",
+    ".flac", ".wmv", ".swf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".tar", ".jar", ".whl",
+    ".egg", ".deb", ".rpm", ".exe", ".dmg", ".iso", ".bin", ".msi", ".apk", ".so", ".dll", ".pdf", ".ps",
+    ".doc", ".docx", ".xls", ".xlsx", ".ppt", ".pptx", ".odt", ".ods", ".odp", ".rtf", ".epub", ".csv",
+    ".json", ".xml", ".rss", ".atom", ".txt", ".py", ".ipynb",
+)  # fmt: skip
+
 DEFAULT_USER_AGENT = "OasisRobot/0.1 (+https://example.invalid/oasis; topic-specific research crawler)"
 ROBOTS_AGENT = "OasisRobot"  # the product token matched against robots.txt User-agent lines
 LEARNING_POLICY = "whittle"  # the one request controller that learns a Q-table (save_q / load_q)
@@ -49,6 +64,8 @@ class RobotConfig:
     allowed_hosts: frozenset[str] | None = None  # host[:port] in scope; None = any host
     min_relevance: float = 0.0  # pages scored below this are not indexed (still reported to the controller)
     content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
+    # links to URLs whose path ends with one of these are not followed (NOT_PAGE_SUFFIXES; () follows all)
+    skip_suffixes: tuple[str, ...] = NOT_PAGE_SUFFIXES
     max_pages: int = 0  # 0 = no limit
     # memory and disk bounds (issue 15: hostile webs)
     max_url_length: int = 2048  # links longer than this are dropped
@@ -121,6 +138,8 @@ class RobotConfig:
             raise ValueError("max_response_queue must be >= max_in_flight")
         if not self.content_types:
             raise ValueError("content_types must not be empty")
+        if any(not s.startswith(".") or s != s.lower() for s in self.skip_suffixes):
+            raise ValueError("skip_suffixes must be lower-case suffixes starting with '.', e.g. '.png'")
         if self.policy != LEARNING_POLICY and (self.q_table is not None or self.initial_q_table is not None):
             raise ValueError(
                 f"policy {self.policy!r} learns no Q-table; q_table and initial_q_table need policy "

@@ -147,6 +147,7 @@ class Crawler:
             min_relevance=config.min_relevance,
             max_links=config.max_links,
             max_url_length=config.max_url_length,
+            skip_suffixes=config.skip_suffixes,
         )
         self._lock = threading.RLock()
         self._events: queue.Queue[tuple[_Task, f.FetchResult] | None] = queue.Queue()

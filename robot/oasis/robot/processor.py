@@ -81,6 +81,7 @@ class ResponseProcessor:
         max_links: int = MAX_LINKS_PER_PAGE,
         min_relevance: float = 0.0,
         max_url_length: int = MAX_URL_LENGTH,
+        skip_suffixes: tuple[str, ...] = (),
     ) -> None:
         self._score = scorer
         self._max_bytes = max_bytes
@@ -90,6 +91,8 @@ class ResponseProcessor:
         self._min_relevance = min_relevance
         self._max_url_length = max_url_length
         self.long_urls = 0  # links dropped for their length (a counter for status / tests)
+        self._skip_suffixes = skip_suffixes
+        self.not_pages = 0  # links not followed: their path's suffix names no HTML page (skip_suffixes)
 
     def process(self, results: Sequence[f.FetchResult], fetch_time: float) -> list[Processed]:
         """Process a batch of responses; one Score call for all of its pages and anchors."""
@@ -126,6 +129,10 @@ class ResponseProcessor:
                 kept = [ln for ln in links if len(ln[0]) <= self._max_url_length]
                 self.long_urls += len(links) - len(kept)
                 links = kept
+            if links and self._skip_suffixes:
+                kept = [ln for ln in links if not self._not_a_page(ln[0])]
+                self.not_pages += len(links) - len(kept)
+                links = kept
             pages[i] = (page.title, page.text, links, page.noindex or header_noindex)
             for link in links:
                 if link not in link_slot:
@@ -142,6 +149,11 @@ class ResponseProcessor:
         for link, slot in link_slot.items():
             link_slot[link] = first + slot
         return Parsed(results, pages, page_idx, link_slot, texts, refreshed)
+
+    def _not_a_page(self, url: str) -> bool:
+        """The URL's path (not its query) ends with one of ``skip_suffixes``: an image, a PDF, a source."""
+        end = url.find("?")
+        return (url if end < 0 else url[:end]).lower().endswith(self._skip_suffixes)
 
     def score(self, parsed: Parsed) -> list[float]:
         """The topic relevance of every text of a parsed batch (one Score call; none without texts)."""
