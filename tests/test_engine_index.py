@@ -126,6 +126,36 @@ def test_bad_queries(index: TopicIndex, query: str, message: str) -> None:
         index.search(query)
 
 
+def test_excluded_and_required_words_as_web_search_reads_them(index: TopicIndex) -> None:
+    """``socket -tcp`` searched for "socket" or "tcp" (the ``-`` was dropped), ``-socket`` for "socket", and
+    ``socket NOT tcp`` was refused as "a query needs at least one word that is not negated" (Whoosh read it as
+    ``socket OR (NOT tcp)``). Now ``-word`` and ``NOT word`` exclude, ``+word`` requires, and a ``-`` inside a
+    word (``e-mail``) is part of it."""
+    index.apply(
+        [
+            up(1, "http://a.org/tcp", "socket tcp stream"),
+            up(2, "http://a.org/udp", "socket udp datagram"),
+            up(3, "http://a.org/only", "tcp stream only"),
+            up(4, "http://a.org/mail", "e-mail socket relay"),
+        ]
+    )
+
+    def urls(query: str) -> set[str]:
+        return {h.url.rsplit("/", 1)[1] for h in index.search(query, limit=10).hits}
+
+    assert urls("socket tcp") == {"tcp", "udp", "only", "mail"}  # alternatives
+    for query in ("socket -tcp", "socket NOT tcp", "(socket -tcp)", "socket -(tcp OR relay)"):
+        assert urls(query) - {"mail"} == {"udp"}, query
+    assert urls("socket -tcp -relay") == urls("socket NOT tcp NOT relay") == {"udp"}
+    assert urls("socket +tcp") == {"tcp", "only"}  # tcp required, socket ranks
+    assert urls("+socket +tcp") == {"tcp"}
+    assert urls("stream -\"socket tcp\"") == {"only"}  # a phrase excluded
+    assert urls("e-mail") == {"mail"} and urls("relay -e-mail") == set()
+    for query in ("-socket", "NOT socket", "-socket -tcp"):
+        with pytest.raises(InvalidQuery, match="at least one word that is not negated"):
+            index.search(query)
+
+
 def test_bad_limit_and_offset(index: TopicIndex) -> None:
     with pytest.raises(InvalidQuery, match="limit"):
         index.search("a1", limit=0)

@@ -1162,10 +1162,12 @@ class TopicIndex:
         if len(query) > self.limits.max_query_chars:
             raise InvalidQuery(f"query has {len(query)} characters, limit {self.limits.max_query_chars}")
         try:
-            q = self._parser.parse(query)
+            q = qlang.exclusions(self._parser.parse(query))
         except Exception as exc:  # the parser is forgiving; anything it raises is the query's fault
             raise InvalidQuery(f"cannot parse query {query[:100]!r}: {exc}") from exc
         if isinstance(q, type(wquery.NullQuery)):
+            if qlang.EXCLUDED_WORD.search(query):  # "-socket": excluded words and nothing else
+                raise InvalidQuery("a query needs at least one word that is not negated")
             raise InvalidQuery(
                 f"query {query[:100]!r} has no searchable terms (only stop words or operators)"
             )

@@ -3,7 +3,10 @@
 User queries reach the engine from the web through the broker, so the parser is an attack surface. The
 language kept is: words (searched in title and text), ``"phrases"`` (at most :data:`MAX_PHRASE_WORDS`
 words, slop at most :data:`MAX_SLOP`), ``AND`` / ``OR`` / ``NOT`` / ``ANDNOT`` / ``ANDMAYBE``, parentheses,
-``^boost``, and ``*`` / ``?`` wildcards after at least :data:`MIN_WILDCARD_PREFIX` literal letters.
+``^boost``, ``+word`` (required) and ``-word`` (excluded) as web search engines read them (a ``-`` inside a
+word, ``e-mail``, is no operator), and ``*`` / ``?`` wildcards after at least :data:`MIN_WILDCARD_PREFIX`
+literal letters. Words are alternatives (any of them may match, the more the better); a ``NOT`` among them
+excludes (``socket NOT tcp`` is ``socket ANDNOT tcp``, as ``socket -tcp``: :func:`exclusions`).
 Removed: field access (``url:``, ``fetch_time:``, ``title:`` are plain words, never internal fields),
 ranges, ``*:*``. A query must have a positive part (``NOT x`` alone would match the whole collection).
 
@@ -27,6 +30,11 @@ MAX_PHRASE_WORDS = 16
 MAX_SLOP = 10
 MAX_QUERY_TERMS = 128  # leaf (field, term) pairs after expansion
 _LITERAL = re.compile(r"^\w+$")
+# ``+`` / ``-`` as operators only at the start of a word (after a space or "(" and before a word, a quote or
+# "("): ``e-mail``, ``c++`` and ``x - y`` are words
+_PLUS = r"(?<![^\s(])\+(?=[^\s+\-])"
+_MINUS = r"(?<![^\s(])-(?=[^\s+\-])"
+EXCLUDED_WORD = re.compile(_MINUS)
 
 
 class QueryRefused(ValueError):
@@ -38,7 +46,24 @@ def make_parser(schema: Any, fields: list[str]) -> qparser.QueryParser:
     parser = qparser.MultifieldParser(fields, schema, group=qparser.OrGroup)
     for plugin in (qparser.FieldsPlugin, qparser.RangePlugin, qparser.EveryPlugin):
         parser.remove_plugin_class(plugin)
+    parser.add_plugin(qparser.PlusMinusPlugin(plusexpr=_PLUS, minusexpr=_MINUS))
     return parser
+
+
+def exclusions(q: wquery.Query) -> wquery.Query:
+    """``NOT`` among alternatives excludes, as users mean it: Whoosh reads ``socket NOT tcp`` (words joined by
+    OR) as ``socket OR (NOT tcp)``, every page without "tcp" too, which :func:`check` then refused; here it is
+    ``socket ANDNOT tcp``. ``NOT`` inside an ``AND`` already excludes, and a query of negations alone stays
+    one (refused by :func:`check`)."""
+    q = q.apply(exclusions)
+    if isinstance(q, wquery.Or):
+        keep = [c for c in q.subqueries if not isinstance(c, wquery.Not)]
+        drop = [c.query for c in q.subqueries if isinstance(c, wquery.Not)]
+        if keep and drop:
+            a = keep[0] if len(keep) == 1 else wquery.Or(keep, boost=q.boost)
+            b = drop[0] if len(drop) == 1 else wquery.Or(drop)
+            return wquery.AndNot(a, b)
+    return q
 
 
 def _positive(q: wquery.Query) -> bool:
