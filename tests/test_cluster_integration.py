@@ -133,6 +133,12 @@ def test_search_returns_topic_pages_from_the_right_engine(cluster: Path, indexed
     assert ("python", "http://py.docs/library/asyncio-eventloop.html") in top3, top3
     text = oasis(cluster, "search", "CREATE TABLE").stdout
     assert "databases" in text and "http://pg.docs/sql-createtable.html" in text
+    # about how many pages match beside the hits shown (the engines' own counts, -k or not)
+    few = json.loads(oasis(cluster, "search", "table", "-k", "2", "--json").stdout)
+    many = json.loads(oasis(cluster, "search", "table", "-k", "50", "--json").stdout)
+    assert len(few["hits"]) == 2 and few["matches"] == many["matches"] >= len(many["hits"]) > 2
+    shown = oasis(cluster, "search", "table", "-k", "2").stdout
+    assert f'"table": 2 of about {few["matches"]} hits in' in shown
 
 
 def test_watch_into_a_pipe_prints_a_snapshot_per_refresh(cluster: Path, indexed: dict[str, Any]) -> None:

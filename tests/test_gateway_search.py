@@ -174,6 +174,9 @@ def test_searxng_json_has_the_fields_its_clients_read() -> None:
     data = searxng_json(page)
     assert set(data) >= {"query", "number_of_results", "results", "unresponsive_engines"}
     assert data["query"] == "q" and data["pageno"] == 2 and data["number_of_results"] == 25
+    more = result(25, states)
+    more.engine_matches.update({"databases": 70, "web": 0})  # the engines matched more than they returned
+    assert searxng_json(make_page(params, more, page_size=10))["number_of_results"] == 70
     assert [r["url"] for r in data["results"]] == [f"http://x.local/{i}" for i in range(10, 20)]
     first = data["results"][0]
     assert set(first) >= {"url", "title", "content", "engine", "score"}

@@ -91,6 +91,7 @@ class EngineStatus:
     message: str = ""
     latency_ms: float = 0.0
     hits: int = 0
+    matches: int = 0  # every document the engine matched, not only the hits it returned
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -329,7 +330,12 @@ class Broker:
                 )
             )
             statuses[name] = EngineStatus(
-                name=name, state="ok", message=note, latency_ms=latency_ms, hits=len(reply.hits)
+                name=name,
+                state="ok",
+                message=note,
+                latency_ms=latency_ms,
+                hits=len(reply.hits),
+                matches=max(reply.total, len(reply.hits)),
             )
         for name in route.skipped:
             statuses.setdefault(

@@ -43,6 +43,7 @@ def outcome_to_proto(outcome: SearchOutcome) -> broker_pb2.BrokerSearchReply:
                 message=s.message,
                 latency_ms=s.latency_ms,
                 hits=s.hits,
+                matches=s.matches,
             )
             for s in outcome.engines
         ],

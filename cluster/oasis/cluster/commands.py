@@ -449,6 +449,7 @@ def search_json(result: SearchResult) -> dict[str, Any]:
         )  # fmt: skip
     return {
         "hits": hits,
+        "matches": result.matches,
         "engines": result.engines,
         "partial": result.partial,
         "messages": result.messages,
@@ -462,7 +463,9 @@ def print_results(query: str, result: SearchResult, bold: bool | None = None) ->
 
     bold = sys.stdout.isatty() if bold is None else bold
     answered = ", ".join(f"{n}={s}" for n, s in sorted(result.engines.items())) or "none"
-    print(f'"{query}": {len(result.hits)} hits in {result.took_ms:.0f} ms; engines: {answered}')
+    n = len(result.hits)
+    shown = f"{n} of about {result.matches}" if result.matches > n else f"{n}"
+    print(f'"{query}": {shown} hits in {result.took_ms:.0f} ms; engines: {answered}')
     if result.partial:
         print("  (partial results: some engines did not answer)")
     for name, message in sorted(result.messages.items()):

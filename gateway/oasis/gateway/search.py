@@ -191,7 +191,7 @@ class Page:
     hits: tuple[SearchHit, ...]
     first_rank: int  # rank (1-based) of hits[0]
     has_next: bool
-    total_seen: int  # hits the broker returned down to this page (a lower bound on all matches)
+    matches: int  # about how many pages match (the engines' matches summed; at least the hits returned)
     engines: tuple[EngineRow, ...]
     partial: bool
     took_ms: float
@@ -236,7 +236,7 @@ def make_page(params: SearchParams, result: SearchResult, page_size: int) -> Pag
         hits=tuple(result.hits[start : start + page_size]),
         first_rank=start + 1,
         has_next=len(result.hits) > start + page_size,
-        total_seen=len(result.hits),
+        matches=result.matches,
         engines=engines,
         partial=result.partial,
         took_ms=result.took_ms,
@@ -248,7 +248,7 @@ def searxng_json(page: Page) -> dict[str, Any]:
     Oasis has not, such as answers and infoboxes, are empty)."""
     return {
         "query": page.params.query,
-        "number_of_results": page.total_seen,
+        "number_of_results": page.matches,
         "pageno": page.params.pageno,
         "results": [
             {

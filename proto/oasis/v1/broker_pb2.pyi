@@ -51,18 +51,20 @@ class MergedHit(_message.Message):
     def __init__(self, url: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., engine: _Optional[str] = ..., raw_score: _Optional[float] = ...) -> None: ...
 
 class EngineStatus(_message.Message):
-    __slots__ = ("name", "state", "message", "latency_ms", "hits")
+    __slots__ = ("name", "state", "message", "latency_ms", "hits", "matches")
     NAME_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     HITS_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
     name: str
     state: EngineState
     message: str
     latency_ms: float
     hits: int
-    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[EngineState, str]] = ..., message: _Optional[str] = ..., latency_ms: _Optional[float] = ..., hits: _Optional[int] = ...) -> None: ...
+    matches: int
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[EngineState, str]] = ..., message: _Optional[str] = ..., latency_ms: _Optional[float] = ..., hits: _Optional[int] = ..., matches: _Optional[int] = ...) -> None: ...
 
 class BrokerSearchReply(_message.Message):
     __slots__ = ("hits", "engines", "partial", "took_ms")

@@ -83,6 +83,13 @@ class SearchResult:
     messages: dict[str, str] = field(default_factory=dict)  # engine -> why it is not ok / how it was routed
     engine_hits: dict[str, int] = field(default_factory=dict)  # engine -> hits it returned
     engine_latency_ms: dict[str, float] = field(default_factory=dict)  # engine -> time to its answer
+    engine_matches: dict[str, int] = field(default_factory=dict)  # engine -> every document it matched
+
+    @property
+    def matches(self) -> int:
+        """About how many pages match: the engines' matches summed (a page two topics hold counts twice),
+        never fewer than the hits returned."""
+        return max(len(self.hits), sum(self.engine_matches.values()))
 
 
 class BrokerClient(GrpcClient):
@@ -103,6 +110,7 @@ class BrokerClient(GrpcClient):
             messages={e.name: e.message for e in reply.engines if e.message},
             engine_hits={e.name: e.hits for e in reply.engines},
             engine_latency_ms={e.name: e.latency_ms for e in reply.engines},
+            engine_matches={e.name: e.matches for e in reply.engines},
         )
 
 
