@@ -189,6 +189,7 @@ def test_crawl_two_hosts_hostile_pages_polite_and_robots(engine: LocalEngine, tm
         assert status.errors[f.TOO_MANY_REDIRECTS] >= 1
         # links whose suffix names no page (an image, a Sphinx source) are never requested
         assert not {"/_images/logo.png", "/_sources/sql.rst.txt"} & set(a.paths())
+        assert status.links_skipped["not_a_page"] >= 2  # counted, and shown in oasis crawl's summary
         assert "outside.invalid" not in " ".join(x.host for x in a.log + b.log)
         # the engine answers with the right pages
         assert a.url("/sql.html") in search(engine, "transaction")

@@ -170,3 +170,5 @@ def _print_summary(s: Any, address: str) -> None:
     )
     if s.errors:
         print("errors            " + ", ".join(f"{k}={v}" for k, v in sorted(s.errors.items())))
+    if s.links_skipped:
+        print("links skipped     " + ", ".join(f"{k}={v}" for k, v in sorted(s.links_skipped.items())))

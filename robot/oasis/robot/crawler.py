@@ -109,6 +109,9 @@ class CrawlStatus:
     recent_pages_per_second: float = 0.0  # page fetches per second over the last RATE_WINDOW seconds
     freshness_estimate: float = 0.0  # the robot's own F estimate (oasis.robot.rates), no ground truth
     budget_per_second: float = 0.0
+    # links on fetched pages not followed, by why: their path names no page (RobotConfig.skip_suffixes), or
+    # they are longer than max_url_length
+    links_skipped: dict[str, int] = field(default_factory=dict)
 
 
 class Crawler:
@@ -399,6 +402,14 @@ class Crawler:
                 recent_pages_per_second=self._recent_rate(self._clock()),
                 freshness_estimate=self._freshness_estimate(),
                 budget_per_second=self.config.pages_per_second,
+                links_skipped={
+                    reason: n
+                    for reason, n in (
+                        ("not_a_page", self.processor.not_pages),
+                        ("too_long", self.processor.long_urls),
+                    )
+                    if n
+                },
             )
 
     # ------------------------------------------------------------------ dispatch thread
