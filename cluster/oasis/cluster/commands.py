@@ -618,14 +618,25 @@ def cmd_index(args: argparse.Namespace) -> int:
     skipped: list[Path] = []
     stubs: list[Path] = []
     bad_records: list[str] = []
-    docs = tqdm(
+    bar = tqdm(total=None if exports else len(files), unit="page", file=sys.stderr)
+
+    def counted(documents: Iterator[IndexDocument]) -> Iterator[IndexDocument]:
+        """The documents, each counted on the bar with the files skipped before it (so that a folder
+        with skipped files still ends at its file count)."""
+        passed = 0
+        for doc in documents:
+            now = len(skipped) + len(stubs)
+            bar.update(1 + now - passed)
+            passed = now
+            yield doc
+        bar.update(len(skipped) + len(stubs) - passed)
+        bar.close()
+
+    docs = counted(
         itertools.chain(
             *(read_export(p, bad_records) for p in exports),
             documents_from_files(pages, args.base_url, skipped, stubs),
-        ),
-        total=None if exports else len(files),
-        unit="page",
-        file=sys.stderr,
+        )
     )
     client = EngineClient(engine.address)
     try:
@@ -637,6 +648,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(f"oasis index: {exc}", file=sys.stderr)
         return 1
     finally:
+        bar.close()
         client.close()
     print(
         f"{args.engine}: {report.acknowledged} acknowledged ({report.added} added, "
