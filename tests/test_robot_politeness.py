@@ -37,6 +37,27 @@ def test_robots_first_then_rules_and_crawl_delay() -> None:
     assert p.next_wakeup(1.0) == pytest.approx(2.1)
 
 
+def test_request_rate_spaces_requests_as_crawl_delay_does() -> None:
+    """``Request-rate: 1/10`` (one request per 10 s) was ignored: the robot kept its own 0.5 s gap. Its gap
+    T / N now counts as a Crawl-delay does (the larger of the two), capped by max_crawl_delay; a rate of 0
+    requests or one that does not parse changes nothing."""
+    cases = [
+        ("Request-rate: 1/10\n", 10.0),
+        ("Request-rate: 3/1m\nCrawl-delay: 5\n", 20.0),
+        ("Request-rate: 10/1\nCrawl-delay: 2\n", 2.0),
+        ("Request-rate: 1/1h\n", 30.0),  # capped by max_crawl_delay (30 s)
+        ("Request-rate: 0/10\n", 0.5),
+        ("Request-rate: often\n", 0.5),
+    ]
+    for rules, gap in cases:
+        p = make()
+        p.slot(H)
+        p.on_dispatch(H, 0.0, robots=True)
+        p.set_robots(H, 200, f"User-agent: *\n{rules}".encode(), 0.0)
+        p.on_finish(H, 0.0)
+        assert p.next_wakeup(0.0) == pytest.approx(gap), rules
+
+
 def test_in_flight_blocks_host_until_finished_plus_delay() -> None:
     p = make()
     p.set_robots(H, 404, b"", 0.0)  # 4xx: no restrictions

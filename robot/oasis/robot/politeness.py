@@ -264,6 +264,10 @@ class Politeness:
             try:
                 slot.robots = Protego.parse(text)
                 delay = slot.robots.crawl_delay(self._config.robots_agent)
+                # Request-rate: N/T (N requests per T seconds; Seznam, Yandex, Protego): the gap T / N too
+                rate = slot.robots.request_rate(self._config.robots_agent)
+                if rate is not None and rate.requests > 0 and rate.seconds > 0:
+                    delay = max(float(delay or 0.0), rate.seconds / rate.requests)
             except Exception:
                 logger.warning("unparsable robots.txt on %s: disallowing the host", host, exc_info=True)
                 slot.robots = Protego.parse("User-agent: *\nDisallow: /\n")
