@@ -106,6 +106,7 @@ def test_robots_meta_and_canonical() -> None:
         ("7", (7.0, "")),  # a reload of the page itself
         ("soon; url=x", None),  # no time
         ("5x;url=y", None),
+        ("9" * 5000 + "; url=late.html", (float("inf"), "late.html")),  # a hostile time: never a redirect
         ("", None),
     ],
 )
@@ -133,6 +134,10 @@ def test_meta_refresh_target_is_resolved_and_never_a_link(parser: Parser) -> Non
     )
     assert later.refresh == "http://example.com/next.html" and later.refresh_delay == 60.0
     assert later.redirect is None  # a late refresh: the page is a page
+    hostile = parse_html(
+        f'<meta http-equiv="refresh" content="{"9" * 5000}; url=x.html"><a href="y.html">y</a>', BASE
+    )
+    assert [ln.url for ln in hostile.links] == ["http://example.com/docs/y.html"] and hostile.redirect is None
     for reload in ('content="30"', f'content="0; url={BASE}"', 'content="0; url=javascript:go()"'):
         same = parse_html(f"<meta http-equiv=refresh {reload}>", BASE, parser=parser)
         assert same.refresh is None and same.refresh_delay is None and same.redirect is None

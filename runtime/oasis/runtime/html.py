@@ -594,7 +594,8 @@ def parse_refresh(content: str) -> tuple[float, str] | None:
         return None
     while pos < end and (content[pos] == "." or (content[pos].isascii() and content[pos].isdigit())):
         pos += 1  # a fraction is allowed and ignored
-    delay = float(int(digits)) if digits else 0.0
+    # (int() of over 4,300 digits raises: a hostile page's refresh must not cost it its links)
+    delay = 0.0 if not digits else float(digits) if len(digits) <= 15 else float("inf")
     if pos < end and content[pos] not in ws and content[pos] not in ";,":
         return None  # "5x": not a time
     while pos < end and content[pos] in ws:
