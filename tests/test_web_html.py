@@ -315,3 +315,15 @@ def test_collapse_whitespace_is_the_regex_definition_for_every_unicode_space() -
     assert collapse_whitespace(text) == re.sub(r"\s+", " ", text).strip()
     for s in spaces:
         assert collapse_whitespace(f"{s}x{s}{s}y{s}") == "x y"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    content=st.text(alphabet=st.sampled_from(list("0123456789.;, \t'\"urlURL=ab/\u00e9\x00")), max_size=40)
+)
+def test_fuzz_meta_refresh_never_raises_nor_costs_the_page_its_links(content: str) -> None:
+    delay_and_url = parse_refresh(content)
+    assert delay_and_url is None or delay_and_url[0] >= 0.0
+    page = parse_html(f"<meta http-equiv='refresh' content=\"{content}\"><a href='x.html'>x</a>", BASE)
+    assert [ln.url for ln in page.links] == ["http://example.com/docs/x.html"] or '"' in content
+    assert page.redirect is None or (page.refresh_delay is not None and page.refresh_delay <= 5.0)
