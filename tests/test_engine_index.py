@@ -154,6 +154,9 @@ def test_excluded_and_required_words_as_web_search_reads_them(index: TopicIndex)
     for query in ("-socket", "NOT socket", "-socket -tcp"):
         with pytest.raises(InvalidQuery, match="at least one word that is not negated"):
             index.search(query)
+    for query in ("socket (-tcp)", "(-socket) OR -tcp", "-(-(-socket))"):  # Whoosh raised "Minus"
+        with pytest.raises(InvalidQuery, match="a group of -words alone excludes from nothing"):
+            index.search(query)
 
 
 def test_bad_limit_and_offset(index: TopicIndex) -> None:

@@ -1163,6 +1163,11 @@ class TopicIndex:
             raise InvalidQuery(f"query has {len(query)} characters, limit {self.limits.max_query_chars}")
         try:
             q = qlang.exclusions(self._parser.parse(query))
+        except NotImplementedError as exc:  # Whoosh's "Minus": a group of -words and nothing else
+            raise InvalidQuery(
+                "a group of -words alone excludes from nothing: put each -word beside the words it "
+                "excludes from (socket -tcp, not socket (-tcp))"
+            ) from exc
         except Exception as exc:  # the parser is forgiving; anything it raises is the query's fault
             raise InvalidQuery(f"cannot parse query {query[:100]!r}: {exc}") from exc
         if isinstance(q, type(wquery.NullQuery)):
