@@ -155,6 +155,7 @@ def test_opensearch_description_points_at_the_gateway(gateway_cluster: GatewayCl
         assert "<x>" not in hostile.text
     home = get(gateway_cluster, "/").text
     assert 'rel="search" type="application/opensearchdescription+xml"' in home and "<script" not in home
+    assert 'id="syntax"' in home and "<q>-word</q> leaves out" in home  # the query language, in one line
 
 
 def test_robots_txt_keeps_crawlers_off_result_pages(gateway_cluster: GatewayCluster) -> None:
