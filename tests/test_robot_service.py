@@ -28,6 +28,7 @@ def build_web(web: LocalWeb) -> None:
     for i in range(N_PAGES):
         links = [f"/p{j}.html|chapter {j} sql" for j in (i + 1, i + 2, 2 * i + 1) if j < N_PAGES]
         links.append("/never/x.html|chapter sql")  # as relevant as the others: a best-first order reaches it
+        links.append(f"/img/figure{i}.png|chapter {i} figure")  # not a page: never requested
         web.routes[f"/p{i}.html"] = page(html(f"Chapter {i}", f"chapter {i} sql database table query", links))
 
 
@@ -88,6 +89,8 @@ def test_start_status_stop_over_grpc(tmp_path: Path, engine: LocalEngine, web: L
             assert s.pages_fetched == 30 and s.pages_indexed == 30
             assert s.errors["robots_disallowed"] >= 1 and s.harvest_rate > 0
             assert s.frontier_size > 0 and s.in_flight == 0
+            assert s.links_skipped["not_a_page"] >= 30  # one figure per fetched page, none requested
+            assert not any(a.path.startswith("/img/") for a in web.log)
             stopped = stub.Stop(robot_pb2.StopRequest(), timeout=30)
             assert stopped.state == "done"
         assert len(engine_urls(engine)) == 30

@@ -277,6 +277,8 @@ def service_table(cluster: Cluster) -> list[dict[str, Any]]:
                     "pages_per_second": round(st.pages_per_second, 3),
                     "recall_estimate": round(st.recall_estimate, 4),
                     "freshness_estimate": round(st.freshness_estimate, 4),
+                    "errors": st.errors,
+                    "links_skipped": st.links_skipped,
                 }
             except ServiceError as exc:
                 row["robot"] = {"error": str(exc)}

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14oasis/v1/robot.proto\x12\x08oasis.v1\"0\n\x0cStartRequest\x12\r\n\x05seeds\x18\x01 \x03(\t\x12\x11\n\tmax_pages\x18\x02 \x01(\x03\"\r\n\x0bStopRequest\"\x0f\n\rStatusRequest\"\xe8\x03\n\x0bRobotStatus\x12\r\n\x05state\x18\x01 \x01(\t\x12\x15\n\rpages_fetched\x18\x02 \x01(\x03\x12\x15\n\rpages_indexed\x18\x03 \x01(\x03\x12\x15\n\rfrontier_size\x18\x04 \x01(\x03\x12\x15\n\rrecrawl_queue\x18\x05 \x01(\x03\x12\x11\n\tin_flight\x18\x06 \x01(\x05\x12\x13\n\x0b\x63oncurrency\x18\x07 \x01(\x05\x12\x31\n\x06\x65rrors\x18\x08 \x03(\x0b\x32!.oasis.v1.RobotStatus.ErrorsEntry\x12\x14\n\x0charvest_rate\x18\t \x01(\x01\x12\x17\n\x0frecall_estimate\x18\n \x01(\x01\x12\x16\n\x0eresponse_queue\x18\x0b \x01(\x03\x12\x0e\n\x06policy\x18\x0c \x01(\t\x12\x10\n\x08recrawls\x18\r \x01(\x03\x12\x14\n\x0c\x63hanges_seen\x18\x0e \x01(\x03\x12\x14\n\x0cnot_modified\x18\x0f \x01(\x03\x12\x18\n\x10pages_per_second\x18\x10 \x01(\x01\x12\x1a\n\x12\x66reshness_estimate\x18\x11 \x01(\x01\x12\x19\n\x11\x62udget_per_second\x18\x12 \x01(\x01\x1a-\n\x0b\x45rrorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x32\xaf\x01\n\x05Robot\x12\x36\n\x05Start\x12\x16.oasis.v1.StartRequest\x1a\x15.oasis.v1.RobotStatus\x12\x34\n\x04Stop\x12\x15.oasis.v1.StopRequest\x1a\x15.oasis.v1.RobotStatus\x12\x38\n\x06Status\x12\x17.oasis.v1.StatusRequest\x1a\x15.oasis.v1.RobotStatusb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14oasis/v1/robot.proto\x12\x08oasis.v1\"0\n\x0cStartRequest\x12\r\n\x05seeds\x18\x01 \x03(\t\x12\x11\n\tmax_pages\x18\x02 \x01(\x03\"\r\n\x0bStopRequest\"\x0f\n\rStatusRequest\"\xdd\x04\n\x0bRobotStatus\x12\r\n\x05state\x18\x01 \x01(\t\x12\x15\n\rpages_fetched\x18\x02 \x01(\x03\x12\x15\n\rpages_indexed\x18\x03 \x01(\x03\x12\x15\n\rfrontier_size\x18\x04 \x01(\x03\x12\x15\n\rrecrawl_queue\x18\x05 \x01(\x03\x12\x11\n\tin_flight\x18\x06 \x01(\x05\x12\x13\n\x0b\x63oncurrency\x18\x07 \x01(\x05\x12\x31\n\x06\x65rrors\x18\x08 \x03(\x0b\x32!.oasis.v1.RobotStatus.ErrorsEntry\x12\x14\n\x0charvest_rate\x18\t \x01(\x01\x12\x17\n\x0frecall_estimate\x18\n \x01(\x01\x12\x16\n\x0eresponse_queue\x18\x0b \x01(\x03\x12\x0e\n\x06policy\x18\x0c \x01(\t\x12\x10\n\x08recrawls\x18\r \x01(\x03\x12\x14\n\x0c\x63hanges_seen\x18\x0e \x01(\x03\x12\x14\n\x0cnot_modified\x18\x0f \x01(\x03\x12\x18\n\x10pages_per_second\x18\x10 \x01(\x01\x12\x1a\n\x12\x66reshness_estimate\x18\x11 \x01(\x01\x12\x19\n\x11\x62udget_per_second\x18\x12 \x01(\x01\x12>\n\rlinks_skipped\x18\x13 \x03(\x0b\x32\'.oasis.v1.RobotStatus.LinksSkippedEntry\x1a-\n\x0b\x45rrorsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x1a\x33\n\x11LinksSkippedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x32\xaf\x01\n\x05Robot\x12\x36\n\x05Start\x12\x16.oasis.v1.StartRequest\x1a\x15.oasis.v1.RobotStatus\x12\x34\n\x04Stop\x12\x15.oasis.v1.StopRequest\x1a\x15.oasis.v1.RobotStatus\x12\x38\n\x06Status\x12\x17.oasis.v1.StatusRequest\x1a\x15.oasis.v1.RobotStatusb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,6 +33,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ROBOTSTATUS_ERRORSENTRY']._loaded_options = None
   _globals['_ROBOTSTATUS_ERRORSENTRY']._serialized_options = b'8\001'
+  _globals['_ROBOTSTATUS_LINKSSKIPPEDENTRY']._loaded_options = None
+  _globals['_ROBOTSTATUS_LINKSSKIPPEDENTRY']._serialized_options = b'8\001'
   _globals['_STARTREQUEST']._serialized_start=34
   _globals['_STARTREQUEST']._serialized_end=82
   _globals['_STOPREQUEST']._serialized_start=84
@@ -40,9 +42,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_STATUSREQUEST']._serialized_start=99
   _globals['_STATUSREQUEST']._serialized_end=114
   _globals['_ROBOTSTATUS']._serialized_start=117
-  _globals['_ROBOTSTATUS']._serialized_end=605
-  _globals['_ROBOTSTATUS_ERRORSENTRY']._serialized_start=560
-  _globals['_ROBOTSTATUS_ERRORSENTRY']._serialized_end=605
-  _globals['_ROBOT']._serialized_start=608
-  _globals['_ROBOT']._serialized_end=783
+  _globals['_ROBOTSTATUS']._serialized_end=722
+  _globals['_ROBOTSTATUS_ERRORSENTRY']._serialized_start=624
+  _globals['_ROBOTSTATUS_ERRORSENTRY']._serialized_end=669
+  _globals['_ROBOTSTATUS_LINKSSKIPPEDENTRY']._serialized_start=671
+  _globals['_ROBOTSTATUS_LINKSSKIPPEDENTRY']._serialized_end=722
+  _globals['_ROBOT']._serialized_start=725
+  _globals['_ROBOT']._serialized_end=900
 # @@protoc_insertion_point(module_scope)

@@ -23,8 +23,15 @@ class StatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class RobotStatus(_message.Message):
-    __slots__ = ("state", "pages_fetched", "pages_indexed", "frontier_size", "recrawl_queue", "in_flight", "concurrency", "errors", "harvest_rate", "recall_estimate", "response_queue", "policy", "recrawls", "changes_seen", "not_modified", "pages_per_second", "freshness_estimate", "budget_per_second")
+    __slots__ = ("state", "pages_fetched", "pages_indexed", "frontier_size", "recrawl_queue", "in_flight", "concurrency", "errors", "harvest_rate", "recall_estimate", "response_queue", "policy", "recrawls", "changes_seen", "not_modified", "pages_per_second", "freshness_estimate", "budget_per_second", "links_skipped")
     class ErrorsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class LinksSkippedEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +56,7 @@ class RobotStatus(_message.Message):
     PAGES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
     FRESHNESS_ESTIMATE_FIELD_NUMBER: _ClassVar[int]
     BUDGET_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    LINKS_SKIPPED_FIELD_NUMBER: _ClassVar[int]
     state: str
     pages_fetched: int
     pages_indexed: int
@@ -67,4 +75,5 @@ class RobotStatus(_message.Message):
     pages_per_second: float
     freshness_estimate: float
     budget_per_second: float
-    def __init__(self, state: _Optional[str] = ..., pages_fetched: _Optional[int] = ..., pages_indexed: _Optional[int] = ..., frontier_size: _Optional[int] = ..., recrawl_queue: _Optional[int] = ..., in_flight: _Optional[int] = ..., concurrency: _Optional[int] = ..., errors: _Optional[_Mapping[str, int]] = ..., harvest_rate: _Optional[float] = ..., recall_estimate: _Optional[float] = ..., response_queue: _Optional[int] = ..., policy: _Optional[str] = ..., recrawls: _Optional[int] = ..., changes_seen: _Optional[int] = ..., not_modified: _Optional[int] = ..., pages_per_second: _Optional[float] = ..., freshness_estimate: _Optional[float] = ..., budget_per_second: _Optional[float] = ...) -> None: ...
+    links_skipped: _containers.ScalarMap[str, int]
+    def __init__(self, state: _Optional[str] = ..., pages_fetched: _Optional[int] = ..., pages_indexed: _Optional[int] = ..., frontier_size: _Optional[int] = ..., recrawl_queue: _Optional[int] = ..., in_flight: _Optional[int] = ..., concurrency: _Optional[int] = ..., errors: _Optional[_Mapping[str, int]] = ..., harvest_rate: _Optional[float] = ..., recall_estimate: _Optional[float] = ..., response_queue: _Optional[int] = ..., policy: _Optional[str] = ..., recrawls: _Optional[int] = ..., changes_seen: _Optional[int] = ..., not_modified: _Optional[int] = ..., pages_per_second: _Optional[float] = ..., freshness_estimate: _Optional[float] = ..., budget_per_second: _Optional[float] = ..., links_skipped: _Optional[_Mapping[str, int]] = ...) -> None: ...

@@ -37,6 +37,7 @@ def status_to_proto(s: CrawlStatus) -> robot_pb2.RobotStatus:
         pages_per_second=s.recent_pages_per_second,
         freshness_estimate=s.freshness_estimate,
         budget_per_second=s.budget_per_second,
+        links_skipped=s.links_skipped,
     )
 
 

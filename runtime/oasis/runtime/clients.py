@@ -320,6 +320,7 @@ class RobotState:
     pages_per_second: float = 0.0
     freshness_estimate: float = 0.0
     budget_per_second: float = 0.0
+    links_skipped: dict[str, int] = field(default_factory=dict)  # links not followed, by why
 
 
 class RobotClient(GrpcClient):
@@ -345,6 +346,7 @@ class RobotClient(GrpcClient):
             pages_per_second=r.pages_per_second,
             freshness_estimate=r.freshness_estimate,
             budget_per_second=r.budget_per_second,
+            links_skipped=dict(r.links_skipped),
         )
 
 
