@@ -61,6 +61,7 @@ class FakeEngine(engine_pb2_grpc.EngineServicer):
     fail: bool = False
     calls: int = 0
     timeouts_seen: list[float] = field(default_factory=list)
+    suggest: tuple[str, int] | None = None  # (corrected query, its matches) when nothing matches
 
     def Search(
         self, request: engine_pb2.SearchRequest, context: grpc.ServicerContext
@@ -85,8 +86,14 @@ class FakeEngine(engine_pb2_grpc.EngineServicer):
             engine_pb2.Hit(url=u, title=t[:20], snippet=t[:40], score=s)
             for s, u, t in scored[: request.limit or 10]
         ]
+        suggestion, matches = self.suggest if self.suggest is not None and not scored else ("", 0)
         return engine_pb2.SearchReply(
-            hits=hits, total=len(scored), engine=self.name, max_score=scored[0][0] if scored else 0.0
+            hits=hits,
+            total=len(scored),
+            engine=self.name,
+            max_score=scored[0][0] if scored else 0.0,
+            suggestion=suggestion,
+            suggestion_matches=matches,
         )
 
     def summary(self) -> common_pb2.TopicSummary:
@@ -225,6 +232,17 @@ def test_search_merges_normalised_scores_dedupes_and_reports_skipped(cluster: Cl
     ok = {s.name: s for s in reply.engines if s.state == OK}
     assert ok["pg"].hits == 3 and ok["py"].hits == 2
     assert reply.took_ms > 0
+
+
+def test_no_hit_anywhere_brings_the_suggestion_that_finds_most(cluster: Cluster) -> None:
+    """When no engine matches, each may offer its query with the unknown words corrected and how many of its
+    pages that finds; the broker passes on the one that finds most ("did you mean"), and none when there are
+    hits."""
+    cluster.engines["pg"].suggest = ("sequel tables", 3)
+    cluster.engines["py"].suggest = ("sqlite tables", 7)
+    reply = cluster.search("sqlte tabels", k=10)
+    assert not reply.hits and reply.suggestion == "sqlite tables"
+    assert cluster.search("sql table", k=10).suggestion == ""  # hits: no suggestion
 
 
 def test_max_engines_limits_fan_out(cluster: Cluster) -> None:

@@ -139,6 +139,10 @@ def test_search_returns_topic_pages_from_the_right_engine(cluster: Path, indexed
     assert len(few["hits"]) == 2 and few["matches"] == many["matches"] >= len(many["hits"]) > 2
     shown = oasis(cluster, "search", "table", "-k", "2").stdout
     assert f'"table": 2 of about {few["matches"]} hits in' in shown
+    # a misspelt query: no hit, and the corrected query offered
+    typo = json.loads(oasis(cluster, "search", "coroutnie", "--json").stdout)
+    assert typo["hits"] == [] and typo["suggestion"] == "coroutine"
+    assert 'did you mean "coroutine"?' in oasis(cluster, "search", "coroutnie").stdout
 
 
 def test_watch_into_a_pipe_prints_a_snapshot_per_refresh(cluster: Path, indexed: dict[str, Any]) -> None:

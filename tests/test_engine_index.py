@@ -159,6 +159,41 @@ def test_excluded_and_required_words_as_web_search_reads_them(index: TopicIndex)
             index.search(query)
 
 
+def test_a_query_that_matches_nothing_gets_its_misspelt_words_corrected(index: TopicIndex) -> None:
+    """A misspelt query answered "0 results" and nothing more. Now a query that matches nothing comes back
+    with its unknown words corrected to the nearest the index holds, written as the collection writes them,
+    and with how many pages the correction finds; a query with hits, or with no word near one the index
+    holds, gets none. A typo the stemmer cannot reach (isolaton: its stem is not isolation's) is found by
+    the words one edit away."""
+    index.apply(
+        [
+            up(1, "http://a.org/1", "Sockets and connections: a socket connection carries a stream"),
+            up(2, "http://a.org/2", "Logistic regression is a linear classifier"),
+            up(3, "http://a.org/3", "Regression trees and the regression of rockets"),
+        ]
+    )
+    page = index.search("sokcet conection")
+    assert page.total == 0 and page.suggestion == "socket connection" and page.suggestion_matches == 1
+    page = index.search("logistc regresion -trees")  # operators and case kept, unknown words corrected
+    assert page.suggestion == "logistic regression -trees" and page.suggestion_matches == 1
+    assert index.search("Clasifier").suggestion == "classifier"
+    index.apply([up(4, "http://a.org/4", "transaction isolation levels")])
+    assert index.search("transacton isolaton").suggestion == "transaction isolation"
+    assert index.search("regression").suggestion == ""  # hits
+    assert index.search("xqzvw").suggestion == ""  # nothing near
+    many = " ".join(f"sokcet{i}" for i in range(20))  # at most MAX_CORRECTED words are looked up
+    assert index.search(many).total == 0
+    # the search's deadline bounds the suggestion too: one already passed corrects nothing
+    from oasis.engine import query as qlang
+
+    with index._leased() as searcher:
+        q = index.parse_query("sokcet conection")
+        surface = lambda term, typed: term  # noqa: E731
+        reader = searcher.reader()
+        assert qlang.suggestion(q, "sokcet conection", reader, surface) is not None
+        assert qlang.suggestion(q, "sokcet conection", reader, surface, deadline=0.0) is None
+
+
 def test_bad_limit_and_offset(index: TopicIndex) -> None:
     with pytest.raises(InvalidQuery, match="limit"):
         index.search("a1", limit=0)

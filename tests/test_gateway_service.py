@@ -62,6 +62,17 @@ def test_json_search_matches_a_direct_broker_call(gateway_cluster: GatewayCluste
     assert f"of about {len(DB_SUBJECTS) + 1}" in html
 
 
+def test_a_misspelt_query_is_offered_its_correction(gateway_cluster: GatewayCluster) -> None:
+    """No result for a misspelt query, and before nothing else: now the search page offers the corrected query
+    as a link ("did you mean") and the JSON lists it in SearXNG's ``corrections``."""
+    data = get(gateway_cluster, "/search", params={"q": "transacton isolaton", "format": "json"}).json()
+    assert data["results"] == [] and data["corrections"] == ["transaction isolation"]
+    html = get(gateway_cluster, "/search", params={"q": "transacton isolaton"}).text
+    assert 'did you mean\n  <a href="/search?q=transaction%20isolation">transaction isolation</a>?' in html
+    fixed = get(gateway_cluster, "/search", params={"q": "transaction isolation", "format": "json"}).json()
+    assert fixed["results"] and fixed["corrections"] == []
+
+
 def test_pages_follow_on_without_overlap(gateway_cluster: GatewayCluster) -> None:
     seen: list[str] = []
     for pageno in (1, 2, 3):

@@ -101,6 +101,7 @@ class SearchOutcome:
     partial: bool  # some routed engine did not answer
     took_ms: float
     route_source: RouteSource
+    suggestion: str = ""  # no hit anywhere: the engines' corrected query that matches most ("did you mean")
 
 
 def check_request(query: str, k: int, deadline_ms: int, max_engines: int) -> str:
@@ -300,6 +301,7 @@ class Broker:
         wait([f for _, f in calls.values()], timeout=max(0.0, deadline - self._clock()))
         results: list[EngineResult] = []
         refused: list[str] = []
+        suggestions: dict[str, tuple[int, str]] = {}  # engine -> (matches, its corrected query): no match
         for name, (engine, future) in calls.items():
             latency_ms = (finished.get(name, self._clock()) - start) * 1000.0
             if not future.done():
@@ -324,6 +326,8 @@ class Broker:
                 )
                 continue
             self.suspensions.record_success(name)
+            if reply.suggestion:
+                suggestions[name] = (reply.suggestion_matches, reply.suggestion)
             results.append(
                 EngineResult(
                     engine=name, route_score=engine.score, max_score=reply.max_score, hits=reply.hits
@@ -354,12 +358,16 @@ class Broker:
         ]
         # partial whenever an engine that might hold results was not asked or did not answer
         partial = bool(route.omitted) or any(s.state not in ("ok", "skipped") for s in ordered)
+        # no hit anywhere: the suggestion that finds most (the first engine's in route order on a tie)
+        offered = [suggestions[e.name] for e in route.engines if e.name in suggestions]
+        suggestion = "" if hits or not offered else max(offered, key=lambda o: o[0])[1]
         return SearchOutcome(
             hits=tuple(hits),
             engines=tuple(dict.fromkeys(ordered)),
             partial=partial,
             took_ms=(self._clock() - start) * 1000.0,
             route_source=source,
+            suggestion=suggestion,
         )
 
 

@@ -49,6 +49,7 @@ def outcome_to_proto(outcome: SearchOutcome) -> broker_pb2.BrokerSearchReply:
         ],
         partial=outcome.partial,
         took_ms=outcome.took_ms,
+        suggestion=outcome.suggestion,
     )
 
 

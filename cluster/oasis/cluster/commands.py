@@ -452,6 +452,7 @@ def search_json(result: SearchResult) -> dict[str, Any]:
     return {
         "hits": hits,
         "matches": result.matches,
+        "suggestion": result.suggestion,
         "engines": result.engines,
         "partial": result.partial,
         "messages": result.messages,
@@ -470,6 +471,8 @@ def print_results(query: str, result: SearchResult, bold: bool | None = None) ->
     print(f'"{query}": {shown} hits in {result.took_ms:.0f} ms; engines: {answered}')
     if result.partial:
         print("  (partial results: some engines did not answer)")
+    if result.suggestion:
+        print(f'  did you mean "{terminal_safe(result.suggestion)}"?')
     for name, message in sorted(result.messages.items()):
         print(f"  {name}: {message}")
     for i, h in enumerate(result.hits, start=1):

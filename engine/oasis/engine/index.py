@@ -50,6 +50,7 @@ from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC, W3Codec, W3FieldWriter, W
 from whoosh.fields import ID, STORED, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage, RamStorage, ReadOnlyError, Storage
 from whoosh.filedb.structfile import StructFile
+from whoosh.reading import distance
 from whoosh.system import pack_int, pack_ushort
 from whoosh.util.numeric import length_to_byte
 from whoosh.util.numlists import delta_encode
@@ -242,6 +243,8 @@ class SearchPage:
     hits: tuple[Hit, ...]
     total: int
     max_score: float
+    suggestion: str = ""  # a query that matched nothing, with its unknown words corrected ("did you mean")
+    suggestion_matches: int = 0  # the documents the suggestion matches
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -614,6 +617,28 @@ class _DeadlineCollector(collectors.WrappingCollector):
                 raise SearchTimeout("search stopped at its deadline (or the engine is stopping)")
         if time.monotonic() > self.deadline:
             raise SearchTimeout("search stopped at its deadline")
+
+
+SURFACE_DOCUMENTS = 5  # documents read for the written forms of a corrected word
+SURFACE_CHARS = 32 * 1024  # characters read of each
+
+
+def _surface(searcher: Any, term: str, typed: str) -> str | None:
+    """A word of the collection that the analyser turns into ``term`` (a stem: ``connect`` for "connection"),
+    lower-cased: of the forms the first :data:`SURFACE_DOCUMENTS` documents holding it write (in their first
+    :data:`SURFACE_CHARS` characters), the one closest to ``typed`` (then the first); None if none."""
+    postings = searcher.reader().postings("text", term)
+    analyzer = searcher.schema["text"].analyzer
+    forms: dict[str, None] = {}
+    for _ in range(SURFACE_DOCUMENTS):
+        if not postings.is_active():
+            break
+        text = str(searcher.stored_fields(postings.id()).get("text", ""))[:SURFACE_CHARS]
+        for token in analyzer(text, keeporiginal=True, removestops=False):
+            if token.text == term:
+                forms.setdefault(str(token.original).lower())
+        postings.next()
+    return min(forms, key=lambda form: distance(form, typed), default=None)
 
 
 def _use_union_trees(q: wquery.Query) -> None:
@@ -1117,8 +1142,9 @@ class TopicIndex:
         if not 0 <= offset <= self.limits.max_offset:
             raise InvalidQuery(f"offset must be in [0, {self.limits.max_offset}], got {offset}")
         seconds = min(timeout if timeout is not None else math.inf, self.limits.max_search_seconds)
+        deadline = time.monotonic() + seconds
         with self._leased() as searcher:
-            results = self._search_until(searcher, q, offset + limit, time.monotonic() + seconds)
+            results = self._search_until(searcher, q, offset + limit, deadline)
             total = len(results)
             max_score = float(results.top_n[0][0]) if results.top_n else 0.0
             terms = frozenset(
@@ -1141,7 +1167,25 @@ class TopicIndex:
                         fetch_time=float(stored.get("fetch_time", 0.0)),
                     )
                 )
-        return SearchPage(hits=tuple(hits), total=total, max_score=max_score)
+            suggestion, suggested = None, 0
+            if total == 0:
+                reader = searcher.reader()
+                suggestion = qlang.suggestion(
+                    q, query, reader, lambda t, typed: _surface(searcher, t, typed), deadline
+                )
+                if suggestion is not None:
+                    try:  # how much it finds here: the broker keeps the suggestion that finds most
+                        found = self._search_until(searcher, self.parse_query(suggestion), 1, deadline)
+                        suggested = len(found)
+                    except (InvalidQuery, SearchTimeout):  # (out of time: the answer goes without it)
+                        suggestion, suggested = None, 0
+        return SearchPage(
+            hits=tuple(hits),
+            total=total,
+            max_score=max_score,
+            suggestion=suggestion or "",
+            suggestion_matches=suggested,
+        )
 
     def parse_query(self, query: str) -> wquery.Query:
         """The checked Whoosh query of ``query`` (:class:`InvalidQuery` when refused), from a bounded cache of

@@ -17,11 +17,14 @@ the cost of a query is bounded by :data:`MAX_QUERY_TERMS` posting lists whatever
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from typing import Any
 
 from whoosh import qparser
 from whoosh import query as wquery
+from whoosh.reading import distance
 
 MIN_WILDCARD_PREFIX = 2
 MAX_EXPANSION = 64  # terms one wildcard may stand for
@@ -29,6 +32,9 @@ MAX_SCAN = 20_000  # term-list entries one wildcard may look at to find them
 MAX_PHRASE_WORDS = 16
 MAX_SLOP = 10
 MAX_QUERY_TERMS = 128  # leaf (field, term) pairs after expansion
+MAX_CORRECTED = 8  # words of one query a suggestion may correct
+MIN_CORRECTED = 3  # letters a word needs before a correction is looked for
+MAX_CORRECTED_LETTERS = 24  # longer words are not corrected (the cost of the candidates grows with them)
 _LITERAL = re.compile(r"^\w+$")
 # ``+`` / ``-`` as operators only at the start of a word (after a space or "(" and before a word, a quote or
 # "("): ``e-mail``, ``c++`` and ``x - y`` are words
@@ -158,3 +164,108 @@ def bounded(q: wquery.Query, reader: Any) -> wquery.Query:
     if n > MAX_QUERY_TERMS:
         raise QueryRefused(f"the query reads {n} term lists, limit {MAX_QUERY_TERMS}")
     return expanded
+
+
+def suggestion(
+    q: wquery.Query, query: str, reader: Any, surface: Any, deadline: float = math.inf
+) -> str | None:
+    """ "Did you mean": ``query`` (which matched nothing) with each word the index holds under no field
+    replaced by the closest one it holds, or None when no word could be corrected.
+
+    First the words one edit from the word as typed (a letter left out, added, changed, or two swapped:
+    ``isolaton`` -> ``isolation``, whose stem the typed word's does not reach), the one whose stem the most
+    pages hold. Else the index's terms (stems) sharing the first letter and within one edit (words of up to
+    four letters) or two of the typed word's stem: the nearest, then the one sharing the longest start with
+    it (``bost`` -> ``boost``, not ``best``), then the most frequent, at most :data:`MAX_SCAN` read; and
+    ``surface(term, typed)`` writes that stem as the collection does, in the form closest to what was typed.
+    At most :data:`MAX_CORRECTED` words are corrected: a suggestion costs about what a wildcard does, and it
+    stops at ``deadline`` (time.monotonic), with the words corrected so far."""
+    spans: dict[tuple[int, int], str] = {}
+    for leaf in q.leaves():
+        start, end = getattr(leaf, "startchar", None), getattr(leaf, "endchar", None)
+        if isinstance(leaf, wquery.Term) and isinstance(start, int) and isinstance(end, int):
+            spans.setdefault((start, end), str(leaf.text))
+    fields = [name for name in ("title", "text") if name in reader.schema]
+    fixed: dict[tuple[int, int], str] = {}
+    for span, term in sorted(spans.items()):
+        if len(fixed) >= MAX_CORRECTED or time.monotonic() > deadline:
+            break
+        if not MIN_CORRECTED <= len(term) <= MAX_CORRECTED_LETTERS or not _LITERAL.match(term):
+            continue
+        if any(reader.doc_frequency(name, term) for name in fields):
+            continue
+        typed = query[span[0] : span[1]]
+        word = _one_edit(reader, typed.lower(), deadline)
+        if word is None:
+            limit = 1 if len(typed) <= 4 else 2
+            # the first two letters kept (most typing errors are later), else the first: each scan bounded
+            best = _closest(reader, term, term[:2], limit, deadline) or _closest(
+                reader, term, term[:1], limit, deadline
+            )
+            word = None if best is None else surface(best, typed.lower()) or best
+        if word is not None and word.lower() != typed.lower():
+            fixed[span] = word
+    if not fixed:
+        return None
+    out = query
+    for (start, end), word in sorted(fixed.items(), reverse=True):
+        out = out[:start] + word + out[end:]
+    return out
+
+
+def _closest(reader: Any, term: str, prefix: str, limit: int, deadline: float) -> str | None:
+    """The index term starting with ``prefix`` nearest to ``term`` (at most ``limit`` edits; then the longest
+    shared start, then the most frequent), reading at most :data:`MAX_SCAN` terms; None if none is near."""
+    best: tuple[int, int, int, str] | None = None
+    field = reader.schema["text"]
+    for scanned, btext in enumerate(reader.expand_prefix("text", prefix), start=1):
+        if scanned > MAX_SCAN or (scanned % 256 == 0 and time.monotonic() > deadline):
+            break
+        word = field.from_bytes(btext)
+        k = distance(word, term, limit=limit)
+        if k <= limit:
+            pairs = enumerate(zip(word, term, strict=False))
+            shared = next((i for i, (x, y) in pairs if x != y), min(len(word), len(term)))
+            key = (k, -shared, -reader.doc_frequency("text", word), word)
+            if best is None or key < best:
+                best = key
+    return None if best is None else best[3]
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+CLASSIC_TYPO = 10.0  # how much likelier a swap or a doubling is than another edit (their pages count x10)
+
+
+def _one_edit(reader: Any, typed: str, deadline: float) -> str | None:
+    """Of the words one edit from ``typed`` (letters only; Norvig's candidates, 54 n + 25 at most), the one
+    whose stem the most pages hold in their text, then the longer; None if no such stem is in the index.
+    The commonest typing errors, two letters swapped and a letter doubled or undoubled, count their pages
+    :data:`CLASSIC_TYPO` times. A heuristic of one word at a time: it does not look at the other words of the
+    query (``gradint bosting`` is offered as ``gradient besting`` on a collection where "best" is ten times
+    commoner than "boost")."""
+    if not typed.isascii() or not typed.isalpha():
+        return None
+    splits = [(typed[:i], typed[i:]) for i in range(len(typed) + 1)]
+    classic = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    classic |= {a + b[0] + b for a, b in splits if b}
+    classic |= {a + b[1:] for a, b in splits if len(b) > 1 and b[0] == b[1]}
+    words = {a + b[1:] for a, b in splits if b}
+    words |= {a + c + b[1:] for a, b in splits if b for c in _LETTERS}
+    words |= {a + c + b for a, b in splits for c in _LETTERS}
+    analyzer = reader.schema["text"].analyzer
+    best: tuple[float, int, str] | None = None
+    for n, word in enumerate(sorted((words | classic) - {typed})):
+        if n % 256 == 255 and time.monotonic() > deadline:
+            break
+        stems = [t.text for t in analyzer(word)]
+        if len(stems) != 1:  # a stop word (or none)
+            continue
+        df = reader.doc_frequency("text", stems[0])
+        # the most pages, then the longer word (a letter left out is likelier than one added: logistc ->
+        # logistic, not logist, though both stem alike)
+        key = (df * (CLASSIC_TYPO if word in classic else 1.0), len(word), word)
+        if df and (best is None or key[:2] > best[:2]):
+            best = key
+    return None if best is None else best[2]

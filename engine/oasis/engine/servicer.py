@@ -169,6 +169,8 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
             total=page.total,
             engine=self._config.name,
             max_score=page.max_score,
+            suggestion=page.suggestion,
+            suggestion_matches=page.suggestion_matches,
         )
 
     def Score(self, request: engine_pb2.ScoreRequest, context: grpc.ServicerContext) -> engine_pb2.ScoreReply:

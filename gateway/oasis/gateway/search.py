@@ -192,6 +192,7 @@ class Page:
     first_rank: int  # rank (1-based) of hits[0]
     has_next: bool
     matches: int  # about how many pages match (the engines' matches summed; at least the hits returned)
+    suggestion: str = ""  # no hit: the query with its unknown words corrected ("did you mean"), or ""
     engines: tuple[EngineRow, ...]
     partial: bool
     took_ms: float
@@ -237,6 +238,7 @@ def make_page(params: SearchParams, result: SearchResult, page_size: int) -> Pag
         first_rank=start + 1,
         has_next=len(result.hits) > start + page_size,
         matches=result.matches,
+        suggestion=result.suggestion,
         engines=engines,
         partial=result.partial,
         took_ms=result.took_ms,
@@ -264,7 +266,7 @@ def searxng_json(page: Page) -> dict[str, Any]:
             for i, h in enumerate(page.hits)
         ],
         "answers": [],
-        "corrections": [],
+        "corrections": [page.suggestion] if page.suggestion else [],
         "infoboxes": [],
         "suggestions": [],
         "unresponsive_engines": [[e.name, e.reason] for e in page.engines if e.unresponsive],

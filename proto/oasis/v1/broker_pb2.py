@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15oasis/v1/broker.proto\x12\x08oasis.v1\"Y\n\x13\x42rokerSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x03 \x01(\x05\x12\x13\n\x0bmax_engines\x18\x04 \x01(\x05\"j\n\tMergedHit\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0f\n\x07snippet\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\x0e\n\x06\x65ngine\x18\x05 \x01(\t\x12\x11\n\traw_score\x18\x06 \x01(\x01\"\x86\x01\n\x0c\x45ngineStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x05state\x18\x02 \x01(\x0e\x32\x15.oasis.v1.EngineState\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x12\n\nlatency_ms\x18\x04 \x01(\x01\x12\x0c\n\x04hits\x18\x05 \x01(\x05\x12\x0f\n\x07matches\x18\x06 \x01(\x03\"\x81\x01\n\x11\x42rokerSearchReply\x12!\n\x04hits\x18\x01 \x03(\x0b\x32\x13.oasis.v1.MergedHit\x12\'\n\x07\x65ngines\x18\x02 \x03(\x0b\x32\x16.oasis.v1.EngineStatus\x12\x0f\n\x07partial\x18\x03 \x01(\x08\x12\x0f\n\x07took_ms\x18\x04 \x01(\x01*\xa8\x01\n\x0b\x45ngineState\x12\x1c\n\x18\x45NGINE_STATE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x45NGINE_STATE_OK\x10\x01\x12\x18\n\x14\x45NGINE_STATE_TIMEOUT\x10\x02\x12\x16\n\x12\x45NGINE_STATE_ERROR\x10\x03\x12\x18\n\x14\x45NGINE_STATE_SKIPPED\x10\x04\x12\x1a\n\x16\x45NGINE_STATE_SUSPENDED\x10\x05\x32N\n\x06\x42roker\x12\x44\n\x06Search\x12\x1d.oasis.v1.BrokerSearchRequest\x1a\x1b.oasis.v1.BrokerSearchReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15oasis/v1/broker.proto\x12\x08oasis.v1\"Y\n\x13\x42rokerSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\x12\x13\n\x0b\x64\x65\x61\x64line_ms\x18\x03 \x01(\x05\x12\x13\n\x0bmax_engines\x18\x04 \x01(\x05\"j\n\tMergedHit\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0f\n\x07snippet\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\x0e\n\x06\x65ngine\x18\x05 \x01(\t\x12\x11\n\traw_score\x18\x06 \x01(\x01\"\x86\x01\n\x0c\x45ngineStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x05state\x18\x02 \x01(\x0e\x32\x15.oasis.v1.EngineState\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x12\n\nlatency_ms\x18\x04 \x01(\x01\x12\x0c\n\x04hits\x18\x05 \x01(\x05\x12\x0f\n\x07matches\x18\x06 \x01(\x03\"\x95\x01\n\x11\x42rokerSearchReply\x12!\n\x04hits\x18\x01 \x03(\x0b\x32\x13.oasis.v1.MergedHit\x12\'\n\x07\x65ngines\x18\x02 \x03(\x0b\x32\x16.oasis.v1.EngineStatus\x12\x0f\n\x07partial\x18\x03 \x01(\x08\x12\x0f\n\x07took_ms\x18\x04 \x01(\x01\x12\x12\n\nsuggestion\x18\x05 \x01(\t*\xa8\x01\n\x0b\x45ngineState\x12\x1c\n\x18\x45NGINE_STATE_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x45NGINE_STATE_OK\x10\x01\x12\x18\n\x14\x45NGINE_STATE_TIMEOUT\x10\x02\x12\x16\n\x12\x45NGINE_STATE_ERROR\x10\x03\x12\x18\n\x14\x45NGINE_STATE_SKIPPED\x10\x04\x12\x1a\n\x16\x45NGINE_STATE_SUSPENDED\x10\x05\x32N\n\x06\x42roker\x12\x44\n\x06Search\x12\x1d.oasis.v1.BrokerSearchRequest\x1a\x1b.oasis.v1.BrokerSearchReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'oasis.v1.broker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ENGINESTATE']._serialized_start=504
-  _globals['_ENGINESTATE']._serialized_end=672
+  _globals['_ENGINESTATE']._serialized_start=524
+  _globals['_ENGINESTATE']._serialized_end=692
   _globals['_BROKERSEARCHREQUEST']._serialized_start=35
   _globals['_BROKERSEARCHREQUEST']._serialized_end=124
   _globals['_MERGEDHIT']._serialized_start=126
@@ -40,7 +40,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ENGINESTATUS']._serialized_start=235
   _globals['_ENGINESTATUS']._serialized_end=369
   _globals['_BROKERSEARCHREPLY']._serialized_start=372
-  _globals['_BROKERSEARCHREPLY']._serialized_end=501
-  _globals['_BROKER']._serialized_start=674
-  _globals['_BROKER']._serialized_end=752
+  _globals['_BROKERSEARCHREPLY']._serialized_end=521
+  _globals['_BROKER']._serialized_start=694
+  _globals['_BROKER']._serialized_end=772
 # @@protoc_insertion_point(module_scope)

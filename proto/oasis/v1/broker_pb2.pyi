@@ -67,13 +67,15 @@ class EngineStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., state: _Optional[_Union[EngineState, str]] = ..., message: _Optional[str] = ..., latency_ms: _Optional[float] = ..., hits: _Optional[int] = ..., matches: _Optional[int] = ...) -> None: ...
 
 class BrokerSearchReply(_message.Message):
-    __slots__ = ("hits", "engines", "partial", "took_ms")
+    __slots__ = ("hits", "engines", "partial", "took_ms", "suggestion")
     HITS_FIELD_NUMBER: _ClassVar[int]
     ENGINES_FIELD_NUMBER: _ClassVar[int]
     PARTIAL_FIELD_NUMBER: _ClassVar[int]
     TOOK_MS_FIELD_NUMBER: _ClassVar[int]
+    SUGGESTION_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[MergedHit]
     engines: _containers.RepeatedCompositeFieldContainer[EngineStatus]
     partial: bool
     took_ms: float
-    def __init__(self, hits: _Optional[_Iterable[_Union[MergedHit, _Mapping]]] = ..., engines: _Optional[_Iterable[_Union[EngineStatus, _Mapping]]] = ..., partial: _Optional[bool] = ..., took_ms: _Optional[float] = ...) -> None: ...
+    suggestion: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[MergedHit, _Mapping]]] = ..., engines: _Optional[_Iterable[_Union[EngineStatus, _Mapping]]] = ..., partial: _Optional[bool] = ..., took_ms: _Optional[float] = ..., suggestion: _Optional[str] = ...) -> None: ...

@@ -108,16 +108,20 @@ class Hit(_message.Message):
     def __init__(self, url: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., relevance: _Optional[float] = ..., fetch_time: _Optional[float] = ...) -> None: ...
 
 class SearchReply(_message.Message):
-    __slots__ = ("hits", "total", "engine", "max_score")
+    __slots__ = ("hits", "total", "engine", "max_score", "suggestion", "suggestion_matches")
     HITS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     MAX_SCORE_FIELD_NUMBER: _ClassVar[int]
+    SUGGESTION_FIELD_NUMBER: _ClassVar[int]
+    SUGGESTION_MATCHES_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[Hit]
     total: int
     engine: str
     max_score: float
-    def __init__(self, hits: _Optional[_Iterable[_Union[Hit, _Mapping]]] = ..., total: _Optional[int] = ..., engine: _Optional[str] = ..., max_score: _Optional[float] = ...) -> None: ...
+    suggestion: str
+    suggestion_matches: int
+    def __init__(self, hits: _Optional[_Iterable[_Union[Hit, _Mapping]]] = ..., total: _Optional[int] = ..., engine: _Optional[str] = ..., max_score: _Optional[float] = ..., suggestion: _Optional[str] = ..., suggestion_matches: _Optional[int] = ...) -> None: ...
 
 class PageText(_message.Message):
     __slots__ = ("title", "text")

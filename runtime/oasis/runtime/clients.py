@@ -84,6 +84,7 @@ class SearchResult:
     engine_hits: dict[str, int] = field(default_factory=dict)  # engine -> hits it returned
     engine_latency_ms: dict[str, float] = field(default_factory=dict)  # engine -> time to its answer
     engine_matches: dict[str, int] = field(default_factory=dict)  # engine -> every document it matched
+    suggestion: str = ""  # no hit anywhere: a corrected query ("did you mean"), or ""
 
     @property
     def matches(self) -> int:
@@ -111,6 +112,7 @@ class BrokerClient(GrpcClient):
             engine_hits={e.name: e.hits for e in reply.engines},
             engine_latency_ms={e.name: e.latency_ms for e in reply.engines},
             engine_matches={e.name: e.matches for e in reply.engines},
+            suggestion=reply.suggestion,
         )
 
 
@@ -302,6 +304,8 @@ def reply_from_proto(reply: engine_pb2.SearchReply) -> EngineReply:
         hits=tuple(EngineHit(url=h.url, title=h.title, snippet=h.snippet, score=h.score) for h in reply.hits),
         max_score=reply.max_score,
         total=reply.total,
+        suggestion=reply.suggestion,
+        suggestion_matches=reply.suggestion_matches,
     )
 
 

@@ -40,6 +40,8 @@ class EngineReply:
     hits: tuple[EngineHit, ...]
     max_score: float
     total: int
+    suggestion: str = ""  # no match: the query with its unknown words corrected, or ""
+    suggestion_matches: int = 0  # the documents the suggestion matches in that engine
 
 
 @dataclass(frozen=True, kw_only=True)
