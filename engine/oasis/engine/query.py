@@ -169,8 +169,8 @@ def bounded(q: wquery.Query, reader: Any) -> wquery.Query:
 def suggestion(
     q: wquery.Query, query: str, reader: Any, surface: Any, deadline: float = math.inf
 ) -> str | None:
-    """ "Did you mean": ``query`` (which matched nothing) with each word the index holds under no field
-    replaced by the closest one it holds, or None when no word could be corrected.
+    """The "did you mean" of ``query`` (which matched nothing): the query with each word the index holds under
+    no field replaced by the closest one it holds, or None when no word could be corrected.
 
     First the words one edit from the word as typed (a letter left out, added, changed, or two swapped:
     ``isolaton`` -> ``isolation``, whose stem the typed word's does not reach), the one whose stem the most
