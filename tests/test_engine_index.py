@@ -149,7 +149,7 @@ def test_excluded_and_required_words_as_web_search_reads_them(index: TopicIndex)
     assert urls("socket -tcp -relay") == urls("socket NOT tcp NOT relay") == {"udp"}
     assert urls("socket +tcp") == {"tcp", "only"}  # tcp required, socket ranks
     assert urls("+socket +tcp") == {"tcp"}
-    assert urls("stream -\"socket tcp\"") == {"only"}  # a phrase excluded
+    assert urls('stream -"socket tcp"') == {"only"}  # a phrase excluded
     assert urls("e-mail") == {"mail"} and urls("relay -e-mail") == set()
     for query in ("-socket", "NOT socket", "-socket -tcp"):
         with pytest.raises(InvalidQuery, match="at least one word that is not negated"):
@@ -179,6 +179,11 @@ def test_a_query_that_matches_nothing_gets_its_misspelt_words_corrected(index: T
     assert index.search("Clasifier").suggestion == "classifier"
     index.apply([up(4, "http://a.org/4", "transaction isolation levels")])
     assert index.search("transacton isolaton").suggestion == "transaction isolation"
+    # one word alone takes the commonest correction; beside other words, the one found with them
+    index.apply([up(10 + i, f"http://b.org/{i}", f"the best choice number{i}") for i in range(25)])
+    index.apply([up(40 + i, f"http://c.org/{i}", "gradient boosting trees") for i in range(2)])
+    assert index.search("bosting").suggestion == "besting"  # "best": 25 pages, "boost" 2 (x10, a doubling)
+    assert index.search("gradint bosting").suggestion == "gradient boosting"
     assert index.search("regression").suggestion == ""  # hits
     assert index.search("xqzvw").suggestion == ""  # nothing near
     many = " ".join(f"sokcet{i}" for i in range(20))  # at most MAX_CORRECTED words are looked up

@@ -186,25 +186,29 @@ def suggestion(
         if isinstance(leaf, wquery.Term) and isinstance(start, int) and isinstance(end, int):
             spans.setdefault((start, end), str(leaf.text))
     fields = [name for name in ("title", "text") if name in reader.schema]
-    fixed: dict[tuple[int, int], str] = {}
+    known: list[str] = []  # the query's words the index holds: the context of the corrections
+    options: dict[tuple[int, int], list[tuple[str, str]]] = {}  # span -> its (word, stem) candidates
     for span, term in sorted(spans.items()):
-        if len(fixed) >= MAX_CORRECTED or time.monotonic() > deadline:
+        if len(options) >= MAX_CORRECTED or time.monotonic() > deadline:
             break
+        if any(reader.doc_frequency(name, term) for name in fields):
+            known.append(term)
+            continue
         if not MIN_CORRECTED <= len(term) <= MAX_CORRECTED_LETTERS or not _LITERAL.match(term):
             continue
-        if any(reader.doc_frequency(name, term) for name in fields):
-            continue
         typed = query[span[0] : span[1]]
-        word = _one_edit(reader, typed.lower(), deadline)
-        if word is None:
+        found = _one_edit(reader, typed.lower(), deadline)
+        if not found:
             limit = 1 if len(typed) <= 4 else 2
             # the first two letters kept (most typing errors are later), else the first: each scan bounded
             best = _closest(reader, term, term[:2], limit, deadline) or _closest(
                 reader, term, term[:1], limit, deadline
             )
-            word = None if best is None else surface(best, typed.lower()) or best
-        if word is not None and word.lower() != typed.lower():
-            fixed[span] = word
+            found = [] if best is None else [(surface(best, typed.lower()) or best, best)]
+        found = [(word, stem) for word, stem in found if word.lower() != typed.lower()]
+        if found:
+            options[span] = found
+    fixed = {span: found[0][0] for span, found in _together(reader, options, known, deadline).items()}
     if not fixed:
         return None
     out = query
@@ -235,18 +239,18 @@ def _closest(reader: Any, term: str, prefix: str, limit: int, deadline: float) -
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
+CANDIDATES = 3  # a word's best corrections, chosen among with the rest of the query
+CONTEXT_POSTINGS = 5000  # documents read of a word's postings to weigh a correction in context
 CLASSIC_TYPO = 10.0  # how much likelier a swap or a doubling is than another edit (their pages count x10)
 
 
-def _one_edit(reader: Any, typed: str, deadline: float) -> str | None:
-    """Of the words one edit from ``typed`` (letters only; Norvig's candidates, 54 n + 25 at most), the one
-    whose stem the most pages hold in their text, then the longer; None if no such stem is in the index.
-    The commonest typing errors, two letters swapped and a letter doubled or undoubled, count their pages
-    :data:`CLASSIC_TYPO` times. A heuristic of one word at a time: it does not look at the other words of the
-    query (``gradint bosting`` is offered as ``gradient besting`` on a collection where "best" is ten times
-    commoner than "boost")."""
+def _one_edit(reader: Any, typed: str, deadline: float) -> list[tuple[str, str]]:
+    """Of the words one edit from ``typed`` (letters only; Norvig's candidates, 54 n + 25 at most) whose stems
+    the index holds, the best :data:`CANDIDATES` as ``(word, stem)``, one word per stem: the most pages hold
+    the stem in their text, then the longer word. The commonest typing errors, two letters swapped and a
+    letter doubled or undoubled, count their pages :data:`CLASSIC_TYPO` times."""
     if not typed.isascii() or not typed.isalpha():
-        return None
+        return []
     splits = [(typed[:i], typed[i:]) for i in range(len(typed) + 1)]
     classic = {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
     classic |= {a + b[0] + b for a, b in splits if b}
@@ -255,7 +259,7 @@ def _one_edit(reader: Any, typed: str, deadline: float) -> str | None:
     words |= {a + c + b[1:] for a, b in splits if b for c in _LETTERS}
     words |= {a + c + b for a, b in splits for c in _LETTERS}
     analyzer = reader.schema["text"].analyzer
-    best: tuple[float, int, str] | None = None
+    ranked: dict[str, tuple[float, int, str]] = {}  # stem -> (weighted pages, length, word): its best word
     for n, word in enumerate(sorted((words | classic) - {typed})):
         if n % 256 == 255 and time.monotonic() > deadline:
             break
@@ -266,6 +270,54 @@ def _one_edit(reader: Any, typed: str, deadline: float) -> str | None:
         # the most pages, then the longer word (a letter left out is likelier than one added: logistc ->
         # logistic, not logist, though both stem alike)
         key = (df * (CLASSIC_TYPO if word in classic else 1.0), len(word), word)
-        if df and (best is None or key[:2] > best[:2]):
-            best = key
-    return None if best is None else best[2]
+        if df and (stems[0] not in ranked or key[:2] > ranked[stems[0]][:2]):
+            ranked[stems[0]] = key
+    best = sorted(ranked.items(), key=lambda item: item[1][:2], reverse=True)[:CANDIDATES]
+    return [(key[2], stem) for stem, key in best]
+
+
+def _docs(reader: Any, stem: str) -> frozenset[int]:
+    """The first :data:`CONTEXT_POSTINGS` documents holding ``stem`` in their text."""
+    out: set[int] = set()
+    postings = reader.postings("text", stem) if reader.doc_frequency("text", stem) else None
+    while postings is not None and postings.is_active() and len(out) < CONTEXT_POSTINGS:
+        out.add(postings.id())
+        postings.next()
+    return frozenset(out)
+
+
+def _together(
+    reader: Any,
+    options: dict[tuple[int, int], list[tuple[str, str]]],
+    known: list[str],
+    deadline: float,
+) -> dict[tuple[int, int], list[tuple[str, str]]]:
+    """Each word's candidates with the one chosen first: in a query of several words, the candidate whose
+    pages overlap most with the other words' (the sum of the Jaccard similarities of their page sets with
+    the known words' and the other words' choices), by two rounds of choosing one word at a time from the
+    best-ranked ones; a single word keeps its best-ranked candidate. "gradint bosting": the pages of "boost"
+    and "gradient" have a Jaccard similarity of 0.46, those of "best" and "gradient" 0.05 (scikit-learn's and
+    dask's docs in one index), so "gradient boosting", though "best" is on 18 times as many pages."""
+    if sum(len(found) > 1 for found in options.values()) == 0 or len(options) + len(known) < 2:
+        return options
+    docs: dict[str, frozenset[int]] = {}
+
+    def pages(stem: str) -> frozenset[int]:
+        if stem not in docs:
+            docs[stem] = _docs(reader, stem)
+        return docs[stem]
+
+    def jaccard(a: str, b: str) -> float:
+        pa, pb = pages(a), pages(b)
+        union = len(pa | pb)
+        return len(pa & pb) / union if union else 0.0
+
+    chosen = {span: found[0][1] for span, found in options.items()}
+    for _round in range(2):
+        for span, found in options.items():
+            if len(found) < 2 or time.monotonic() > deadline:
+                continue
+            others = known + [stem for s2, stem in chosen.items() if s2 != span]
+            scores = [(sum(jaccard(stem, o) for o in others), -rank) for rank, (_w, stem) in enumerate(found)]
+            chosen[span] = found[max(range(len(found)), key=lambda i: scores[i])][1]
+    return {span: sorted(found, key=lambda ws: ws[1] != chosen[span]) for span, found in options.items()}
