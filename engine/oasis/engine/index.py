@@ -1175,7 +1175,8 @@ class TopicIndex:
                 )
                 if suggestion is not None:
                     try:  # how much it finds here: the broker keeps the suggestion that finds most
-                        found = self._search_until(searcher, self.parse_query(suggestion), 1, deadline)
+                        # (uncached: the suggestion evicts no query a user typed from the parse cache)
+                        found = self._search_until(searcher, self._parse_query(suggestion), 1, deadline)
                         suggested = len(found)
                     except (InvalidQuery, SearchTimeout):  # (out of time: the answer goes without it)
                         suggestion, suggested = None, 0

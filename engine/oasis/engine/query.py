@@ -35,6 +35,10 @@ MAX_QUERY_TERMS = 128  # leaf (field, term) pairs after expansion
 MAX_CORRECTED = 8  # words of one query a suggestion may correct
 MIN_CORRECTED = 3  # letters a word needs before a correction is looked for
 MAX_CORRECTED_LETTERS = 24  # longer words are not corrected (the cost of the candidates grows with them)
+CANDIDATES = 3  # a word's best corrections, chosen among with the rest of the query
+CONTEXT_POSTINGS = 5000  # documents read of a word's postings to weigh a correction in context
+CLASSIC_TYPO = 10.0  # how much likelier a swap or a doubling is than another edit (their pages count x10)
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _LITERAL = re.compile(r"^\w+$")
 # ``+`` / ``-`` as operators only at the start of a word (after a space or "(" and before a word, a quote or
 # "("): ``e-mail``, ``c++`` and ``x - y`` are words
@@ -178,6 +182,7 @@ def suggestion(
     four letters) or two of the typed word's stem: the nearest, then the one sharing the longest start with
     it (``bost`` -> ``boost``, not ``best``), then the most frequent, at most :data:`MAX_SCAN` read; and
     ``surface(term, typed)`` writes that stem as the collection does, in the form closest to what was typed.
+    In a query of several words, each word's candidates are weighed against the others (:func:`_together`).
     At most :data:`MAX_CORRECTED` words are corrected: a suggestion costs about what a wildcard does, and it
     stops at ``deadline`` (time.monotonic), with the words corrected so far."""
     spans: dict[tuple[int, int], str] = {}
@@ -208,7 +213,7 @@ def suggestion(
         found = [(word, stem) for word, stem in found if word.lower() != typed.lower()]
         if found:
             options[span] = found
-    fixed = {span: found[0][0] for span, found in _together(reader, options, known, deadline).items()}
+    fixed = _together(reader, options, known, deadline)
     if not fixed:
         return None
     out = query
@@ -234,14 +239,6 @@ def _closest(reader: Any, term: str, prefix: str, limit: int, deadline: float) -
             if best is None or key < best:
                 best = key
     return None if best is None else best[3]
-
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-CANDIDATES = 3  # a word's best corrections, chosen among with the rest of the query
-CONTEXT_POSTINGS = 5000  # documents read of a word's postings to weigh a correction in context
-CLASSIC_TYPO = 10.0  # how much likelier a swap or a doubling is than another edit (their pages count x10)
 
 
 def _one_edit(reader: Any, typed: str, deadline: float) -> list[tuple[str, str]]:
@@ -291,15 +288,16 @@ def _together(
     options: dict[tuple[int, int], list[tuple[str, str]]],
     known: list[str],
     deadline: float,
-) -> dict[tuple[int, int], list[tuple[str, str]]]:
-    """Each word's candidates with the one chosen first: in a query of several words, the candidate whose
+) -> dict[tuple[int, int], str]:
+    """The correction chosen for each word: in a query of several words, the candidate whose
     pages overlap most with the other words' (the sum of the Jaccard similarities of their page sets with
     the known words' and the other words' choices), by two rounds of choosing one word at a time from the
     best-ranked ones; a single word keeps its best-ranked candidate. "gradint bosting": the pages of "boost"
     and "gradient" have a Jaccard similarity of 0.46, those of "best" and "gradient" 0.05 (scikit-learn's and
     dask's docs in one index), so "gradient boosting", though "best" is on 18 times as many pages."""
-    if sum(len(found) > 1 for found in options.values()) == 0 or len(options) + len(known) < 2:
-        return options
+    chosen = {span: found[0] for span, found in options.items()}  # (word, stem)
+    if all(len(found) == 1 for found in options.values()) or len(options) + len(known) < 2:
+        return {span: word for span, (word, _stem) in chosen.items()}
     docs: dict[str, frozenset[int]] = {}
 
     def pages(stem: str) -> frozenset[int]:
@@ -309,15 +307,16 @@ def _together(
 
     def jaccard(a: str, b: str) -> float:
         pa, pb = pages(a), pages(b)
-        union = len(pa | pb)
-        return len(pa & pb) / union if union else 0.0
+        both = len(pa & pb)
+        union = len(pa) + len(pb) - both
+        return both / union if union else 0.0
 
-    chosen = {span: found[0][1] for span, found in options.items()}
     for _round in range(2):
         for span, found in options.items():
             if len(found) < 2 or time.monotonic() > deadline:
                 continue
-            others = known + [stem for s2, stem in chosen.items() if s2 != span]
-            scores = [(sum(jaccard(stem, o) for o in others), -rank) for rank, (_w, stem) in enumerate(found)]
-            chosen[span] = found[max(range(len(found)), key=lambda i: scores[i])][1]
-    return {span: sorted(found, key=lambda ws: ws[1] != chosen[span]) for span, found in options.items()}
+            others = known + [stem for s2, (_w, stem) in chosen.items() if s2 != span]
+            # the largest sum, the better-ranked candidate on a tie
+            rank = max(range(len(found)), key=lambda i: (sum(jaccard(found[i][1], o) for o in others), -i))
+            chosen[span] = found[rank]
+    return {span: word for span, (word, _stem) in chosen.items()}

@@ -555,11 +555,9 @@ def _finish(
     refresh = delay = None
     declared = parse_refresh(walked.refresh) if walked.refresh is not None else None
     if declared is not None and declared[1]:
-        refresh = resolve_link(declared[1], base)
-        if refresh is not None and refresh != own:
-            delay = declared[0]
-        else:
-            refresh = None
+        target = resolve_link(declared[1], base)
+        if target is not None and target != own:  # (to the page itself: a reload, no refresh target)
+            refresh, delay = target, declared[0]
     return ParsedPage(
         title=walked.title,
         text=text,
