@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-35 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-36 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -262,21 +262,26 @@ TRAINING = (
     ("debian:python-pyfai-doc", "azimuthal integration pixel splitting"),
     ("debian:python-simpy3-doc", "shared resources container store preemptive resource"),
     ("debian:python-simpy3-doc", "process interaction interrupts waiting for other processes"),
+    # session 29: holdout-35 was run once with session 23's robot unchanged, paired
+    ("debian:python-imageio-doc", "reading and writing images volumes video usage examples"),
+    ("debian:python-imageio-doc", "writing plugins format reader writer classes"),
+    ("debian:python-lark-doc", "grammar reference rules terminals priorities"),
+    ("debian:python-lark-doc", "transformers visitors tree construction"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-34 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 148-151: four runs each, in
-# order); holdout-35 is unseen
+# holdout-35 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 152-155: four runs each, in
+# order); holdout-36 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
-    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 35)},
-    # session 28, fixed after holdout-34's single run and before any further design work (docs/replay.md
-    # "Session 28"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-35": (
-        ("debian:python-imageio-doc", "reading and writing images volumes video usage examples"),
-        ("debian:python-imageio-doc", "writing plugins format reader writer classes"),
-        ("debian:python-lark-doc", "grammar reference rules terminals priorities"),
-        ("debian:python-lark-doc", "transformers visitors tree construction"),
+    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 36)},
+    # session 29, fixed after holdout-35's single run and before any further design work (docs/replay.md
+    # "Session 29"): one mid-sized web and one small; topics from each table of contents only
+    "holdout-36": (
+        ("debian:python-astroquery-doc", "vizier catalog queries tables"),
+        ("debian:python-astroquery-doc", "esa archives hubble jwst xmm newton iso"),
+        ("debian:python-pint-doc", "numpy support temperature conversion logarithmic units"),
+        ("debian:python-pint-doc", "contexts defining units different unit systems"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising
