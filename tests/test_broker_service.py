@@ -61,7 +61,9 @@ class FakeEngine(engine_pb2_grpc.EngineServicer):
     fail: bool = False
     calls: int = 0
     timeouts_seen: list[float] = field(default_factory=list)
-    suggest: tuple[str, int] | None = None  # (corrected query, its matches) when nothing matches
+    # (corrected query, its matches) offered when a query word is unknown here and nothing matched here or
+    # the request asks for it (as the engine does)
+    suggest: tuple[str, int] | None = None
 
     def Search(
         self, request: engine_pb2.SearchRequest, context: grpc.ServicerContext
@@ -86,8 +88,12 @@ class FakeEngine(engine_pb2_grpc.EngineServicer):
             engine_pb2.Hit(url=u, title=t[:20], snippet=t[:40], score=s)
             for s, u, t in scored[: request.limit or 10]
         ]
-        suggestion, matches = self.suggest if self.suggest is not None and not scored else ("", 0)
+        held = {t for text in self.docs.values() for t in terms(text)}
+        unknown = [t for t in dict.fromkeys(terms(request.query)) if t not in held]
+        offer = self.suggest is not None and unknown and (not scored or request.suggest)
+        suggestion, matches = self.suggest if offer and self.suggest is not None else ("", 0)
         return engine_pb2.SearchReply(
+            unknown=unknown,
             hits=hits,
             total=len(scored),
             engine=self.name,
@@ -236,13 +242,36 @@ def test_search_merges_normalised_scores_dedupes_and_reports_skipped(cluster: Cl
 
 def test_no_hit_anywhere_brings_the_suggestion_that_finds_most(cluster: Cluster) -> None:
     """When no engine matches, each may offer its query with the unknown words corrected and how many of its
-    pages that finds; the broker passes on the one that finds most ("did you mean"), and none when there are
-    hits."""
+    pages that finds; the broker passes on the one that finds most ("did you mean"), and none when every
+    word is known."""
     cluster.engines["pg"].suggest = ("sequel tables", 3)
     cluster.engines["py"].suggest = ("sqlite tables", 7)
     reply = cluster.search("sqlte tabels", k=10)
     assert not reply.hits and reply.suggestion == "sqlite tables"
-    assert cluster.search("sql table", k=10).suggestion == ""  # hits: no suggestion
+    assert cluster.search("sql table", k=10).suggestion == ""  # every word known: no suggestion
+
+
+def test_a_word_no_engine_holds_is_corrected_beside_hits_a_word_one_holds_is_not(cluster: Cluster) -> None:
+    """"Did you mean" was offered only when nothing matched: "sql tabels" found the sql pages and said
+    nothing of "tabels". Now a query with a word no engine that answered holds gets the correction beside its
+    hits, from a second search of the engines that lack no other word (asked with ``suggest``); an engine
+    that lacks a word another engine holds is not asked ("python" is py's word: pg would correct it away),
+    and a query whose every word some engine holds costs no second search."""
+    pg, py = cluster.engines["pg"], cluster.engines["py"]
+    pg.suggest = ("sql tables", 3)
+    reply = cluster.search("sql tabels", k=10)
+    assert reply.hits and reply.suggestion == "sql tables"
+    pg.suggest, py.suggest = ("pytorch sql tables", 9), ("python sql tables", 2)
+    before = pg.calls, py.calls
+    reply = cluster.search("python sql tabels", k=10)
+    assert {s.name for s in reply.engines if s.state == OK} >= {"pg", "py"}
+    assert reply.hits and reply.suggestion == "python sql tables"
+    assert (pg.calls - before[0], py.calls - before[1]) == (1, 2)  # py asked again, pg not
+    py.suggest = None  # only pg could correct, and it would change a known word: no suggestion
+    assert cluster.search("python sql tabels", k=10).suggestion == ""
+    before = pg.calls, py.calls
+    assert cluster.search("python sql", k=10).suggestion == ""
+    assert (pg.calls - before[0], py.calls - before[1]) == (1, 1)
 
 
 def test_max_engines_limits_fan_out(cluster: Cluster) -> None:

@@ -143,6 +143,11 @@ def test_search_returns_topic_pages_from_the_right_engine(cluster: Path, indexed
     typo = json.loads(oasis(cluster, "search", "coroutnie", "--json").stdout)
     assert typo["hits"] == [] and typo["suggestion"] == "coroutine"
     assert 'did you mean "coroutine"?' in oasis(cluster, "search", "coroutnie").stdout
+    # a word no engine holds beside words that match: the hits, and the correction beside them; a word
+    # one engine holds is not corrected by the engines that lack it
+    near = json.loads(oasis(cluster, "search", "asyncio evnet loop", "--json").stdout)
+    assert near["hits"] and near["suggestion"] == "asyncio event loop"
+    assert json.loads(oasis(cluster, "search", "coroutine table", "--json").stdout)["suggestion"] == ""
 
 
 def test_watch_into_a_pipe_prints_a_snapshot_per_refresh(cluster: Path, indexed: dict[str, Any]) -> None:

@@ -160,11 +160,12 @@ def test_excluded_and_required_words_as_web_search_reads_them(index: TopicIndex)
 
 
 def test_a_query_that_matches_nothing_gets_its_misspelt_words_corrected(index: TopicIndex) -> None:
-    """A misspelt query answered "0 results" and nothing more. Now a query that matches nothing comes back
-    with its unknown words corrected to the nearest the index holds, written as the collection writes them,
-    and with how many pages the correction finds; a query with hits, or with no word near one the index
-    holds, gets none. A typo the stemmer cannot reach (isolaton: its stem is not isolation's) is found by
-    the words one edit away."""
+    """A misspelt query answered "0 results" and nothing more. Now a query with a word the index lacks comes
+    back with its unknown words corrected to the nearest the index holds, written as the collection writes
+    them, and with how many pages the correction finds: when nothing matched, or when asked (``suggest``:
+    the broker asks when no engine holds the word); every reply lists the words the index lacks. A query
+    whose words are all known, or with no word near one the index holds, gets none. A typo the stemmer
+    cannot reach (isolaton: its stem is not isolation's) is found by the words one edit away."""
     index.apply(
         [
             up(1, "http://a.org/1", "Sockets and connections: a socket connection carries a stream"),
@@ -184,7 +185,13 @@ def test_a_query_that_matches_nothing_gets_its_misspelt_words_corrected(index: T
     index.apply([up(40 + i, f"http://c.org/{i}", "gradient boosting trees") for i in range(2)])
     assert index.search("bosting").suggestion == "besting"  # "best": 25 pages, "boost" 2 (x10, a doubling)
     assert index.search("gradint bosting").suggestion == "gradient boosting"
-    assert index.search("regression").suggestion == ""  # hits
+    assert index.search("regression").suggestion == ""  # every word known
+    # a word the index lacks beside words it holds: the hits and the word lacked; asked, the correction too
+    page = index.search("gradient bosting")
+    assert page.total == 2 and page.suggestion == "" and page.unknown == ("bost",)
+    page = index.search("gradient bosting", suggest=True)
+    assert page.total == 2 and page.suggestion == "gradient boosting" and page.suggestion_matches == 2
+    assert index.search("gradient boosting", suggest=True).unknown == ()
     assert index.search("xqzvw").suggestion == ""  # nothing near
     many = " ".join(f"sokcet{i}" for i in range(20))  # at most MAX_CORRECTED words are looked up
     assert index.search(many).total == 0

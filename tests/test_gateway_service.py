@@ -71,6 +71,11 @@ def test_a_misspelt_query_is_offered_its_correction(gateway_cluster: GatewayClus
     assert 'did you mean\n  <a href="/search?q=transaction%20isolation">transaction isolation</a>?' in html
     fixed = get(gateway_cluster, "/search", params={"q": "transaction isolation", "format": "json"}).json()
     assert fixed["results"] and fixed["corrections"] == []
+    # a misspelt word beside one that matches: the results, and the correction above them
+    half = get(gateway_cluster, "/search", params={"q": "transaction isolaton", "format": "json"}).json()
+    assert half["results"] and half["corrections"] == ["transaction isolation"]
+    html = get(gateway_cluster, "/search", params={"q": "transaction isolaton"}).text
+    assert html.index('id="suggestion"') < html.index('class="result"')
 
 
 def test_pages_follow_on_without_overlap(gateway_cluster: GatewayCluster) -> None:

@@ -5,7 +5,10 @@
 * ``direct``: the same index through ``TopicIndex.search`` in this process (exact total, snippets);
 * ``engine``: the same central index served by one ``python -m oasis.engine`` over gRPC;
 * ``broker``: ``python -m oasis.broker`` over the three topic engines (route, fan-out, merge);
-* ``engines-serial``: the three topic engines asked one after another (the CPU the broker's fan-out needs).
+* ``engines-serial``: the three topic engines asked one after another (the CPU the broker's fan-out needs);
+* ``broker-typo``: the broker, each query with one typo (the second and third letters of its longest word
+  swapped): the "did you mean" path (a second search of the engines that lack the word beside hits), and
+  how often its suggestion is the query as it was before the typo.
 
 Latency is measured one query at a time, the modes interleaved (each query in every mode in turn);
 throughput with ``--clients`` concurrent client threads. Results are also given as ratios to ``bare``
@@ -48,6 +51,21 @@ from oasis.v1 import broker_pb2, broker_pb2_grpc, engine_pb2, engine_pb2_grpc
 logger = logging.getLogger(__name__)
 
 Search = Callable[[str], int]
+
+
+def typo(query: str) -> str:
+    """``query`` with one typo: the second and third letters of its longest word of five or more letters
+    swapped (the commonest typing error; ``extensibility`` -> ``etxensibility``), or ``query`` unchanged when
+    it has no such word."""
+    words = [(len(w), -i, w) for i, w in enumerate(query.split()) if len(w) >= 5 and w.isalpha()]
+    if not words:
+        return query
+    _, at, word = max(words)
+    if word[1] == word[2]:
+        return query
+    parts = query.split()
+    parts[-at] = word[0] + word[2] + word[1] + word[3:]
+    return " ".join(parts)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,8 +186,18 @@ def run(args: argparse.Namespace) -> int:
                     for e in topic_engines
                 )
 
+            corrected: dict[str, str] = {}  # misspelt query -> the broker's suggestion
+
+            def brokered_typo(q: str) -> int:
+                wrong = typo(q)
+                reply = broker.Search(
+                    broker_pb2.BrokerSearchRequest(query=wrong, k=10, deadline_ms=5000), timeout=10
+                )
+                corrected[wrong] = reply.suggestion
+                return len(reply.hits)
+
             searches: dict[str, Search] = {"bare": bare, "direct": direct, "engine": one_engine}
-            searches.update({"broker": brokered, "engines-serial": serial})
+            searches.update({"broker": brokered, "engines-serial": serial, "broker-typo": brokered_typo})
             measured = latencies(searches, queries, args.repeats)
             for mode, search in tqdm(searches.items(), desc="throughput", unit="mode", leave=False):
                 ms = measured[mode]
@@ -218,6 +246,14 @@ def run(args: argparse.Namespace) -> int:
         f"broker/engine {by_mode['broker'].p50_ms / by_mode['engine'].p50_ms:.2f}x, "
         f"engines-serial/engine {by_mode['engines-serial'].p50_ms / by_mode['engine'].p50_ms:.2f}x"
     )
+    misspelt = [q for q in queries if typo(q) != q]
+    right = sum(corrected.get(typo(q), "").lower() == q.lower() for q in misspelt)
+    offered = sum(bool(corrected.get(typo(q))) for q in misspelt)
+    typo_ratio = by_mode["broker-typo"].p50_ms / by_mode["broker"].p50_ms
+    print(
+        f"did you mean: {len(misspelt)} queries with one typo (broker-typo): a suggestion on {offered}, "
+        f"the query as it was on {right}; p50 broker-typo/broker {typo_ratio:.2f}x"
+    )
     if args.metrics_overhead:
         print(
             f"metrics interceptor, {args.metrics_overhead} alternated rounds: p50 with/without "
@@ -227,6 +263,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json_out:
         out: dict[str, Any] = {"benchmark": "query-latency", "clients": args.clients}
         out["rows"] = [asdict(r) for r in rows]
+        out["typos"] = {"queries": len(misspelt), "suggested": offered, "as_before": right}
+        out["corrections"] = {typo(q): corrected.get(typo(q), "") for q in misspelt}
         if args.metrics_overhead:
             out["metrics_overhead"] = overhead
         write_json_atomic(args.json_out, out, indent=2)

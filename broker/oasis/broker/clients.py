@@ -51,9 +51,11 @@ class EngineClientPool:
                 client = self._clients[address] = EngineClient(address, error=EngineCallError)
             return client
 
-    def start_search(self, address: str, query: str, limit: int, timeout: float) -> Future[EngineReply]:
+    def start_search(
+        self, address: str, query: str, limit: int, timeout: float, suggest: bool = False
+    ) -> Future[EngineReply]:
         """Start a non-blocking Search with ``timeout``; the future fails with :class:`EngineCallError`."""
-        return self._client(address).start_search(query, limit, timeout)
+        return self._client(address).start_search(query, limit, timeout, suggest)
 
     def search(self, address: str, query: str, limit: int, timeout: float) -> EngineReply:
         """A blocking Search with ``timeout``; raises :class:`EngineCallError`."""

@@ -67,8 +67,11 @@ class DirectoryClient(Protocol):
 
 
 class EngineClient(Protocol):
-    def start_search(self, address: str, query: str, limit: int, timeout: float) -> Future[EngineReply]:
-        """Start a search without blocking; the future fails with :class:`EngineCallError`."""
+    def start_search(
+        self, address: str, query: str, limit: int, timeout: float, suggest: bool = False
+    ) -> Future[EngineReply]:
+        """Start a search without blocking; the future fails with :class:`EngineCallError`. ``suggest``:
+        with the correction of the words the engine lacks, even beside hits."""
         ...
 
     def search(self, address: str, query: str, limit: int, timeout: float) -> EngineReply:

@@ -101,7 +101,9 @@ class SearchOutcome:
     partial: bool  # some routed engine did not answer
     took_ms: float
     route_source: RouteSource
-    suggestion: str = ""  # no hit anywhere: the engines' corrected query that matches most ("did you mean")
+    # a word no engine holds (or no hit anywhere): the engines' corrected query that matches most ("did you
+    # mean"), or ""
+    suggestion: str = ""
 
 
 def check_request(query: str, k: int, deadline_ms: int, max_engines: int) -> str:
@@ -258,6 +260,21 @@ class Broker:
             future.set_exception(exc)
         return future
 
+    def _suggestions(self, engines: list[RoutedEngine], query: str, deadline: float) -> dict[str, Suggestion]:
+        """Each of ``engines``' correction of the query's words it lacks, asked for in parallel (a second
+        search, with ``suggest``) and waited for until ``deadline``: a reply too late, or a failure, offers
+        none and leaves the results as they are."""
+        futures = {
+            e.name: self._engines.start_search(e.address, query, 1, deadline - self._clock(), suggest=True)
+            for e in engines
+        }
+        wait(futures.values(), timeout=max(0.0, deadline - self._clock()))
+        out: dict[str, Suggestion] = {}
+        for name, future in futures.items():
+            if future.done() and future.exception() is None and future.result().suggestion:
+                out[name] = _offered(future.result())
+        return out
+
     def _stamp(self, finished: dict[str, float], name: str) -> Callable[[Future[EngineReply]], None]:
         def stamp(_future: Future[EngineReply]) -> None:
             finished[name] = self._clock()
@@ -301,7 +318,8 @@ class Broker:
         wait([f for _, f in calls.values()], timeout=max(0.0, deadline - self._clock()))
         results: list[EngineResult] = []
         refused: list[str] = []
-        suggestions: dict[str, tuple[int, str]] = {}  # engine -> (matches, its corrected query): no match
+        suggestions: dict[str, Suggestion] = {}
+        unknowns: dict[str, frozenset[str]] = {}  # an engine that answered -> the query's words it lacks
         for name, (engine, future) in calls.items():
             latency_ms = (finished.get(name, self._clock()) - start) * 1000.0
             if not future.done():
@@ -326,8 +344,9 @@ class Broker:
                 )
                 continue
             self.suspensions.record_success(name)
+            unknowns[name] = frozenset(reply.unknown)
             if reply.suggestion:
-                suggestions[name] = (reply.suggestion_matches, reply.suggestion)
+                suggestions[name] = _offered(reply)
             results.append(
                 EngineResult(
                     engine=name, route_score=engine.score, max_score=reply.max_score, hits=reply.hits
@@ -358,9 +377,14 @@ class Broker:
         ]
         # partial whenever an engine that might hold results was not asked or did not answer
         partial = bool(route.omitted) or any(s.state not in ("ok", "skipped") for s in ordered)
-        # no hit anywhere: the suggestion that finds most (the first engine's in route order on a tie)
-        offered = [suggestions[e.name] for e in route.engines if e.name in suggestions]
-        suggestion = "" if hits or not offered else max(offered, key=lambda o: o[0])[1]
+        lacking = frozenset.intersection(*unknowns.values()) if unknowns else frozenset()
+        # beside hits an engine corrects only when asked: ask those that lack no other word
+        if hits and lacking:
+            ask = [e for e in route.engines if e.name in unknowns and unknowns[e.name] <= lacking]
+            suggestions.update(self._suggestions(ask, query, deadline))
+        suggestion = _suggestion(
+            [suggestions[e.name] for e in route.engines if e.name in suggestions], lacking, bool(hits)
+        )
         return SearchOutcome(
             hits=tuple(hits),
             engines=tuple(dict.fromkeys(ordered)),
@@ -369,6 +393,27 @@ class Broker:
             route_source=source,
             suggestion=suggestion,
         )
+
+
+# an engine's "did you mean": (the pages it finds there, the corrected query, the words it corrects: those
+# the engine lacks)
+Suggestion = tuple[int, str, frozenset[str]]
+
+
+def _offered(reply: EngineReply) -> Suggestion:
+    return (reply.suggestion_matches, reply.suggestion, frozenset(reply.unknown))
+
+
+def _suggestion(offered: list[Suggestion], lacking: frozenset[str], hits: bool) -> str:
+    """The broker's "did you mean" among the engines' suggestions, in route order: the one that finds most
+    (the first on a tie) of those correcting only words no engine that answered holds (``lacking``), when it
+    finds anything. A word one engine lacks may be another's ("dask" in a cluster whose scikit-learn engine
+    lacks it): that engine's correction would change a word the cluster knows. With no hit anywhere, any
+    engine's suggestion rather than none."""
+    everywhere = [o for o in offered if o[2] <= lacking and o[0] > 0]
+    if not everywhere and not hits:
+        everywhere = offered
+    return max(everywhere, key=lambda o: o[0])[1] if everywhere else ""
 
 
 def _join(*parts: str) -> str:

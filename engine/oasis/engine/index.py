@@ -243,8 +243,11 @@ class SearchPage:
     hits: tuple[Hit, ...]
     total: int
     max_score: float
-    suggestion: str = ""  # a query that matched nothing, with its unknown words corrected ("did you mean")
+    # the query with the words this index lacks corrected ("did you mean"; offered when nothing matched or
+    # a word is unknown), or ""
+    suggestion: str = ""
     suggestion_matches: int = 0  # the documents the suggestion matches
+    unknown: tuple[str, ...] = ()  # the query's words (as indexed) this index holds under no field
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1127,9 +1130,17 @@ class TopicIndex:
     # reading
 
     def search(
-        self, query: str, *, limit: int = 10, offset: int = 0, timeout: float | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        timeout: float | None = None,
+        suggest: bool = False,
     ) -> SearchPage:
-        """Ranked hits (BM25F, title boosted) ``offset .. offset+limit`` and the total number of matches.
+        """Ranked hits (BM25F, title boosted) ``offset .. offset+limit`` and the total number of matches, with
+        the words of the query the index lacks, and their correction ("did you mean") when nothing matched or
+        ``suggest`` asks for it.
 
         The search runs on a searcher leased outside every lock (a commit or ``stats`` never waits for it)
         and stops with :class:`SearchTimeout` after ``timeout`` seconds (at most
@@ -1168,8 +1179,12 @@ class TopicIndex:
                     )
                 )
             suggestion, suggested = None, 0
-            if total == 0:
-                reader = searcher.reader()
+            reader = searcher.reader()
+            unknown = qlang.unknown_words(q, reader)
+            # a query that matched nothing; or, asked, one whose other words matched ("gradient bosting" finds
+            # "gradient" pages): a word one engine lacks is often another's, so the broker asks only when
+            # every engine lacks it (a correction costs 5-20 ms, more than most searches)
+            if unknown and (total == 0 or suggest):
                 suggestion = qlang.suggestion(
                     q, query, reader, lambda t, typed: _surface(searcher, t, typed), deadline
                 )
@@ -1186,6 +1201,7 @@ class TopicIndex:
             max_score=max_score,
             suggestion=suggestion or "",
             suggestion_matches=suggested,
+            unknown=unknown,
         )
 
     def parse_query(self, query: str) -> wquery.Query:

@@ -170,11 +170,33 @@ def bounded(q: wquery.Query, reader: Any) -> wquery.Query:
     return expanded
 
 
+def _words(q: wquery.Query) -> dict[tuple[int, int], str]:
+    """The query's single words (Term leaves, phrases' words left out) by their span in the query text."""
+    spans: dict[tuple[int, int], str] = {}
+    for leaf in q.leaves():
+        start, end = getattr(leaf, "startchar", None), getattr(leaf, "endchar", None)
+        if isinstance(leaf, wquery.Term) and isinstance(start, int) and isinstance(end, int):
+            spans.setdefault((start, end), str(leaf.text))
+    return spans
+
+
+def _held(reader: Any, term: str) -> bool:
+    """Whether the index holds ``term`` under any of its searched fields."""
+    return any(reader.doc_frequency(name, term) for name in ("title", "text") if name in reader.schema)
+
+
+def unknown_words(q: wquery.Query, reader: Any) -> tuple[str, ...]:
+    """The query's words (as indexed: stems) that the index holds under no field, in query order, each once:
+    what a suggestion would correct. The broker keeps a suggestion only where every engine asked lacks them
+    (a word one engine lacks may be another's)."""
+    return tuple(dict.fromkeys(t for _span, t in sorted(_words(q).items()) if not _held(reader, t)))
+
+
 def suggestion(
     q: wquery.Query, query: str, reader: Any, surface: Any, deadline: float = math.inf
 ) -> str | None:
-    """The "did you mean" of ``query`` (which matched nothing): the query with each word the index holds under
-    no field replaced by the closest one it holds, or None when no word could be corrected.
+    """The "did you mean" of ``query``: the query with each word the index holds under no field replaced by
+    the closest one it holds, or None when no word could be corrected.
 
     First the words one edit from the word as typed (a letter left out, added, changed, or two swapped:
     ``isolaton`` -> ``isolation``, whose stem the typed word's does not reach), the one whose stem the most
@@ -185,18 +207,13 @@ def suggestion(
     In a query of several words, each word's candidates are weighed against the others (:func:`_together`).
     At most :data:`MAX_CORRECTED` words are corrected: a suggestion costs about what a wildcard does, and it
     stops at ``deadline`` (time.monotonic), with the words corrected so far."""
-    spans: dict[tuple[int, int], str] = {}
-    for leaf in q.leaves():
-        start, end = getattr(leaf, "startchar", None), getattr(leaf, "endchar", None)
-        if isinstance(leaf, wquery.Term) and isinstance(start, int) and isinstance(end, int):
-            spans.setdefault((start, end), str(leaf.text))
-    fields = [name for name in ("title", "text") if name in reader.schema]
+    spans = _words(q)
     known: list[str] = []  # the query's words the index holds: the context of the corrections
     options: dict[tuple[int, int], list[tuple[str, str]]] = {}  # span -> its (word, stem) candidates
     for span, term in sorted(spans.items()):
         if len(options) >= MAX_CORRECTED or time.monotonic() > deadline:
             break
-        if any(reader.doc_frequency(name, term) for name in fields):
+        if _held(reader, term):
             known.append(term)
             continue
         if not MIN_CORRECTED <= len(term) <= MAX_CORRECTED_LETTERS or not _LITERAL.match(term):

@@ -159,6 +159,7 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
                 limit=request.limit or DEFAULT_LIMIT,
                 offset=request.offset,
                 timeout=context.time_remaining(),
+                suggest=request.suggest,
             )
         except InvalidQuery as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -171,6 +172,7 @@ class EngineServicer(engine_pb2_grpc.EngineServicer):
             max_score=page.max_score,
             suggestion=page.suggestion,
             suggestion_matches=page.suggestion_matches,
+            unknown=page.unknown,
         )
 
     def Score(self, request: engine_pb2.ScoreRequest, context: grpc.ServicerContext) -> engine_pb2.ScoreReply:

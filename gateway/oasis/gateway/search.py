@@ -192,7 +192,7 @@ class Page:
     first_rank: int  # rank (1-based) of hits[0]
     has_next: bool
     matches: int  # about how many pages match (the engines' matches summed; at least the hits returned)
-    suggestion: str = ""  # no hit: the query with its unknown words corrected ("did you mean"), or ""
+    suggestion: str = ""  # the query with the words no engine holds corrected ("did you mean"), or ""
     engines: tuple[EngineRow, ...]
     partial: bool
     took_ms: float

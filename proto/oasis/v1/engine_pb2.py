@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from oasis.v1 import common_pb2 as oasis_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15oasis/v1/engine.proto\x12\x08oasis.v1\x1a\x15oasis/v1/common.proto\"<\n\x05Topic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x10\n\x08keywords\x18\x03 \x03(\t\"r\n\x08\x44ocument\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x12\n\nfetch_time\x18\x04 \x01(\x01\x12\x15\n\rhas_relevance\x18\x05 \x01(\x08\x12\x11\n\trelevance\x18\x06 \x01(\x01\"l\n\x0cIndexRequest\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12$\n\x06upsert\x18\x02 \x01(\x0b\x32\x12.oasis.v1.DocumentH\x00\x12\x14\n\ndelete_url\x18\x03 \x01(\tH\x00\x12\r\n\x05\x66lush\x18\x04 \x01(\x08\x42\x04\n\x02op\"6\n\nRejectedOp\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"{\n\x08IndexAck\x12\x15\n\racked_through\x18\x01 \x01(\x04\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\x05\x12\x10\n\x08replaced\x18\x03 \x01(\x05\x12\x0f\n\x07\x64\x65leted\x18\x04 \x01(\x05\x12&\n\x08rejected\x18\x05 \x03(\x0b\x32\x14.oasis.v1.RejectedOp\"\x1d\n\rDeleteRequest\x12\x0c\n\x04urls\x18\x01 \x03(\t\"\x1e\n\x0b\x44\x65leteReply\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x05\"=\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x0e\n\x06offset\x18\x03 \x01(\x05\"h\n\x03Hit\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0f\n\x07snippet\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\x11\n\trelevance\x18\x05 \x01(\x01\x12\x12\n\nfetch_time\x18\x06 \x01(\x01\"\x8c\x01\n\x0bSearchReply\x12\x1b\n\x04hits\x18\x01 \x03(\x0b\x32\r.oasis.v1.Hit\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x0e\n\x06\x65ngine\x18\x03 \x01(\t\x12\x11\n\tmax_score\x18\x04 \x01(\x01\x12\x12\n\nsuggestion\x18\x05 \x01(\t\x12\x1a\n\x12suggestion_matches\x18\x06 \x01(\x03\"\'\n\x08PageText\x12\r\n\x05title\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"1\n\x0cScoreRequest\x12!\n\x05pages\x18\x01 \x03(\x0b\x32\x12.oasis.v1.PageText\"G\n\nScoreReply\x12\x11\n\trelevance\x18\x01 \x03(\x01\x12\x17\n\x0fmodel_documents\x18\x02 \x01(\x03\x12\r\n\x05model\x18\x03 \x01(\t\"\x11\n\x0fGetTopicRequest\"\x0e\n\x0cStatsRequest\"h\n\nStatsReply\x12\x0e\n\x06\x65ngine\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x11\n\tdocuments\x18\x03 \x01(\x03\x12\x13\n\x0blast_commit\x18\x04 \x01(\x01\x12\x13\n\x0bindex_bytes\x18\x05 \x01(\x03\"#\n\x0eSummaryRequest\x12\x11\n\tmax_terms\x18\x01 \x01(\x05\"4\n\x14ListDocumentsRequest\x12\r\n\x05\x61\x66ter\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"Q\n\x0c\x44ocumentInfo\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x12\n\nfetch_time\x18\x03 \x01(\x01\x12\x11\n\trelevance\x18\x04 \x01(\x01\"M\n\x12ListDocumentsReply\x12)\n\tdocuments\x18\x01 \x03(\x0b\x32\x16.oasis.v1.DocumentInfo\x12\x0c\n\x04more\x18\x02 \x01(\x08\"\x1e\n\rExportRequest\x12\r\n\x05limit\x18\x01 \x01(\x03\x32\xa0\x04\n\x06\x45ngine\x12\x37\n\x05Index\x12\x16.oasis.v1.IndexRequest\x1a\x12.oasis.v1.IndexAck(\x01\x30\x01\x12\x38\n\x06\x44\x65lete\x12\x17.oasis.v1.DeleteRequest\x1a\x15.oasis.v1.DeleteReply\x12\x38\n\x06Search\x12\x17.oasis.v1.SearchRequest\x1a\x15.oasis.v1.SearchReply\x12\x35\n\x05Score\x12\x16.oasis.v1.ScoreRequest\x1a\x14.oasis.v1.ScoreReply\x12\x36\n\x08GetTopic\x12\x19.oasis.v1.GetTopicRequest\x1a\x0f.oasis.v1.Topic\x12\x35\n\x05Stats\x12\x16.oasis.v1.StatsRequest\x1a\x14.oasis.v1.StatsReply\x12;\n\x07Summary\x12\x18.oasis.v1.SummaryRequest\x1a\x16.oasis.v1.TopicSummary\x12\x37\n\x06\x45xport\x12\x17.oasis.v1.ExportRequest\x1a\x12.oasis.v1.Document0\x01\x12M\n\rListDocuments\x12\x1e.oasis.v1.ListDocumentsRequest\x1a\x1c.oasis.v1.ListDocumentsReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15oasis/v1/engine.proto\x12\x08oasis.v1\x1a\x15oasis/v1/common.proto\"<\n\x05Topic\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x10\n\x08keywords\x18\x03 \x03(\t\"r\n\x08\x44ocument\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x12\n\nfetch_time\x18\x04 \x01(\x01\x12\x15\n\rhas_relevance\x18\x05 \x01(\x08\x12\x11\n\trelevance\x18\x06 \x01(\x01\"l\n\x0cIndexRequest\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12$\n\x06upsert\x18\x02 \x01(\x0b\x32\x12.oasis.v1.DocumentH\x00\x12\x14\n\ndelete_url\x18\x03 \x01(\tH\x00\x12\r\n\x05\x66lush\x18\x04 \x01(\x08\x42\x04\n\x02op\"6\n\nRejectedOp\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0b\n\x03url\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"{\n\x08IndexAck\x12\x15\n\racked_through\x18\x01 \x01(\x04\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x02 \x01(\x05\x12\x10\n\x08replaced\x18\x03 \x01(\x05\x12\x0f\n\x07\x64\x65leted\x18\x04 \x01(\x05\x12&\n\x08rejected\x18\x05 \x03(\x0b\x32\x14.oasis.v1.RejectedOp\"\x1d\n\rDeleteRequest\x12\x0c\n\x04urls\x18\x01 \x03(\t\"\x1e\n\x0b\x44\x65leteReply\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x05\"N\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x0e\n\x06offset\x18\x03 \x01(\x05\x12\x0f\n\x07suggest\x18\x04 \x01(\x08\"h\n\x03Hit\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0f\n\x07snippet\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\x11\n\trelevance\x18\x05 \x01(\x01\x12\x12\n\nfetch_time\x18\x06 \x01(\x01\"\x9d\x01\n\x0bSearchReply\x12\x1b\n\x04hits\x18\x01 \x03(\x0b\x32\r.oasis.v1.Hit\x12\r\n\x05total\x18\x02 \x01(\x03\x12\x0e\n\x06\x65ngine\x18\x03 \x01(\t\x12\x11\n\tmax_score\x18\x04 \x01(\x01\x12\x12\n\nsuggestion\x18\x05 \x01(\t\x12\x1a\n\x12suggestion_matches\x18\x06 \x01(\x03\x12\x0f\n\x07unknown\x18\x07 \x03(\t\"\'\n\x08PageText\x12\r\n\x05title\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"1\n\x0cScoreRequest\x12!\n\x05pages\x18\x01 \x03(\x0b\x32\x12.oasis.v1.PageText\"G\n\nScoreReply\x12\x11\n\trelevance\x18\x01 \x03(\x01\x12\x17\n\x0fmodel_documents\x18\x02 \x01(\x03\x12\r\n\x05model\x18\x03 \x01(\t\"\x11\n\x0fGetTopicRequest\"\x0e\n\x0cStatsRequest\"h\n\nStatsReply\x12\x0e\n\x06\x65ngine\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x11\n\tdocuments\x18\x03 \x01(\x03\x12\x13\n\x0blast_commit\x18\x04 \x01(\x01\x12\x13\n\x0bindex_bytes\x18\x05 \x01(\x03\"#\n\x0eSummaryRequest\x12\x11\n\tmax_terms\x18\x01 \x01(\x05\"4\n\x14ListDocumentsRequest\x12\r\n\x05\x61\x66ter\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"Q\n\x0c\x44ocumentInfo\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x12\n\nfetch_time\x18\x03 \x01(\x01\x12\x11\n\trelevance\x18\x04 \x01(\x01\"M\n\x12ListDocumentsReply\x12)\n\tdocuments\x18\x01 \x03(\x0b\x32\x16.oasis.v1.DocumentInfo\x12\x0c\n\x04more\x18\x02 \x01(\x08\"\x1e\n\rExportRequest\x12\r\n\x05limit\x18\x01 \x01(\x03\x32\xa0\x04\n\x06\x45ngine\x12\x37\n\x05Index\x12\x16.oasis.v1.IndexRequest\x1a\x12.oasis.v1.IndexAck(\x01\x30\x01\x12\x38\n\x06\x44\x65lete\x12\x17.oasis.v1.DeleteRequest\x1a\x15.oasis.v1.DeleteReply\x12\x38\n\x06Search\x12\x17.oasis.v1.SearchRequest\x1a\x15.oasis.v1.SearchReply\x12\x35\n\x05Score\x12\x16.oasis.v1.ScoreRequest\x1a\x14.oasis.v1.ScoreReply\x12\x36\n\x08GetTopic\x12\x19.oasis.v1.GetTopicRequest\x1a\x0f.oasis.v1.Topic\x12\x35\n\x05Stats\x12\x16.oasis.v1.StatsRequest\x1a\x14.oasis.v1.StatsReply\x12;\n\x07Summary\x12\x18.oasis.v1.SummaryRequest\x1a\x16.oasis.v1.TopicSummary\x12\x37\n\x06\x45xport\x12\x17.oasis.v1.ExportRequest\x1a\x12.oasis.v1.Document0\x01\x12M\n\rListDocuments\x12\x1e.oasis.v1.ListDocumentsRequest\x1a\x1c.oasis.v1.ListDocumentsReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,33 +47,33 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DELETEREPLY']._serialized_start=558
   _globals['_DELETEREPLY']._serialized_end=588
   _globals['_SEARCHREQUEST']._serialized_start=590
-  _globals['_SEARCHREQUEST']._serialized_end=651
-  _globals['_HIT']._serialized_start=653
-  _globals['_HIT']._serialized_end=757
-  _globals['_SEARCHREPLY']._serialized_start=760
-  _globals['_SEARCHREPLY']._serialized_end=900
-  _globals['_PAGETEXT']._serialized_start=902
-  _globals['_PAGETEXT']._serialized_end=941
-  _globals['_SCOREREQUEST']._serialized_start=943
-  _globals['_SCOREREQUEST']._serialized_end=992
-  _globals['_SCOREREPLY']._serialized_start=994
-  _globals['_SCOREREPLY']._serialized_end=1065
-  _globals['_GETTOPICREQUEST']._serialized_start=1067
-  _globals['_GETTOPICREQUEST']._serialized_end=1084
-  _globals['_STATSREQUEST']._serialized_start=1086
-  _globals['_STATSREQUEST']._serialized_end=1100
-  _globals['_STATSREPLY']._serialized_start=1102
-  _globals['_STATSREPLY']._serialized_end=1206
-  _globals['_SUMMARYREQUEST']._serialized_start=1208
-  _globals['_SUMMARYREQUEST']._serialized_end=1243
-  _globals['_LISTDOCUMENTSREQUEST']._serialized_start=1245
-  _globals['_LISTDOCUMENTSREQUEST']._serialized_end=1297
-  _globals['_DOCUMENTINFO']._serialized_start=1299
-  _globals['_DOCUMENTINFO']._serialized_end=1380
-  _globals['_LISTDOCUMENTSREPLY']._serialized_start=1382
-  _globals['_LISTDOCUMENTSREPLY']._serialized_end=1459
-  _globals['_EXPORTREQUEST']._serialized_start=1461
-  _globals['_EXPORTREQUEST']._serialized_end=1491
-  _globals['_ENGINE']._serialized_start=1494
-  _globals['_ENGINE']._serialized_end=2038
+  _globals['_SEARCHREQUEST']._serialized_end=668
+  _globals['_HIT']._serialized_start=670
+  _globals['_HIT']._serialized_end=774
+  _globals['_SEARCHREPLY']._serialized_start=777
+  _globals['_SEARCHREPLY']._serialized_end=934
+  _globals['_PAGETEXT']._serialized_start=936
+  _globals['_PAGETEXT']._serialized_end=975
+  _globals['_SCOREREQUEST']._serialized_start=977
+  _globals['_SCOREREQUEST']._serialized_end=1026
+  _globals['_SCOREREPLY']._serialized_start=1028
+  _globals['_SCOREREPLY']._serialized_end=1099
+  _globals['_GETTOPICREQUEST']._serialized_start=1101
+  _globals['_GETTOPICREQUEST']._serialized_end=1118
+  _globals['_STATSREQUEST']._serialized_start=1120
+  _globals['_STATSREQUEST']._serialized_end=1134
+  _globals['_STATSREPLY']._serialized_start=1136
+  _globals['_STATSREPLY']._serialized_end=1240
+  _globals['_SUMMARYREQUEST']._serialized_start=1242
+  _globals['_SUMMARYREQUEST']._serialized_end=1277
+  _globals['_LISTDOCUMENTSREQUEST']._serialized_start=1279
+  _globals['_LISTDOCUMENTSREQUEST']._serialized_end=1331
+  _globals['_DOCUMENTINFO']._serialized_start=1333
+  _globals['_DOCUMENTINFO']._serialized_end=1414
+  _globals['_LISTDOCUMENTSREPLY']._serialized_start=1416
+  _globals['_LISTDOCUMENTSREPLY']._serialized_end=1493
+  _globals['_EXPORTREQUEST']._serialized_start=1495
+  _globals['_EXPORTREQUEST']._serialized_end=1525
+  _globals['_ENGINE']._serialized_start=1528
+  _globals['_ENGINE']._serialized_end=2072
 # @@protoc_insertion_point(module_scope)

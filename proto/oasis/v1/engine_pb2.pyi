@@ -82,14 +82,16 @@ class DeleteReply(_message.Message):
     def __init__(self, deleted: _Optional[int] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("query", "limit", "offset")
+    __slots__ = ("query", "limit", "offset", "suggest")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SUGGEST_FIELD_NUMBER: _ClassVar[int]
     query: str
     limit: int
     offset: int
-    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+    suggest: bool
+    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., offset: _Optional[int] = ..., suggest: _Optional[bool] = ...) -> None: ...
 
 class Hit(_message.Message):
     __slots__ = ("url", "title", "snippet", "score", "relevance", "fetch_time")
@@ -108,20 +110,22 @@ class Hit(_message.Message):
     def __init__(self, url: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., relevance: _Optional[float] = ..., fetch_time: _Optional[float] = ...) -> None: ...
 
 class SearchReply(_message.Message):
-    __slots__ = ("hits", "total", "engine", "max_score", "suggestion", "suggestion_matches")
+    __slots__ = ("hits", "total", "engine", "max_score", "suggestion", "suggestion_matches", "unknown")
     HITS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     MAX_SCORE_FIELD_NUMBER: _ClassVar[int]
     SUGGESTION_FIELD_NUMBER: _ClassVar[int]
     SUGGESTION_MATCHES_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[Hit]
     total: int
     engine: str
     max_score: float
     suggestion: str
     suggestion_matches: int
-    def __init__(self, hits: _Optional[_Iterable[_Union[Hit, _Mapping]]] = ..., total: _Optional[int] = ..., engine: _Optional[str] = ..., max_score: _Optional[float] = ..., suggestion: _Optional[str] = ..., suggestion_matches: _Optional[int] = ...) -> None: ...
+    unknown: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, hits: _Optional[_Iterable[_Union[Hit, _Mapping]]] = ..., total: _Optional[int] = ..., engine: _Optional[str] = ..., max_score: _Optional[float] = ..., suggestion: _Optional[str] = ..., suggestion_matches: _Optional[int] = ..., unknown: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PageText(_message.Message):
     __slots__ = ("title", "text")

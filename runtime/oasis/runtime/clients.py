@@ -84,7 +84,7 @@ class SearchResult:
     engine_hits: dict[str, int] = field(default_factory=dict)  # engine -> hits it returned
     engine_latency_ms: dict[str, float] = field(default_factory=dict)  # engine -> time to its answer
     engine_matches: dict[str, int] = field(default_factory=dict)  # engine -> every document it matched
-    suggestion: str = ""  # no hit anywhere: a corrected query ("did you mean"), or ""
+    suggestion: str = ""  # a word no engine holds: a corrected query ("did you mean"), or ""
 
     @property
     def matches(self) -> int:
@@ -255,26 +255,29 @@ class EngineClient(GrpcClient):
             raise self._fail("Index", f"acknowledged {acked} of {sent} operations", "DATA_LOSS")
         return IndexReport(acked, added, replaced, deleted, tuple(rejected))
 
-    def search(self, query: str, limit: int, timeout: float) -> EngineReply:
+    def search(self, query: str, limit: int, timeout: float, suggest: bool = False) -> EngineReply:
         """One Search, blocking; the client's error (``DEADLINE_EXCEEDED`` when ``timeout`` runs out, or no
-        time was left to start)."""
+        time was left to start). ``suggest``: the correction of the words the engine lacks, even beside
+        hits."""
         if timeout <= 0:
             raise self._fail("Search", "no time left before the deadline", "DEADLINE_EXCEEDED")
-        request = engine_pb2.SearchRequest(query=query, limit=limit)
+        request = engine_pb2.SearchRequest(query=query, limit=limit, suggest=suggest)
         try:
             reply = self._call("Search", self._stub.Search, request, timeout=timeout)
         except ValueError as exc:  # e.g. a closed channel
             raise self._fail("Search", str(exc), "UNAVAILABLE") from exc
         return reply_from_proto(reply)
 
-    def start_search(self, query: str, limit: int, timeout: float) -> Future[EngineReply]:
+    def start_search(
+        self, query: str, limit: int, timeout: float, suggest: bool = False
+    ) -> Future[EngineReply]:
         """Start :meth:`search` without blocking; the future fails with the client's error.
 
         The call runs on a thread of a pool shared by every client (:data:`FANOUT`): a blocking call there
         costs less than gRPC's own ``future``, which starts a polling thread per channel whenever the
         channel goes from idle to busy (every query of the broker's fan-out: 14 % of the broker's CPU,
         profiled with py-spy, issue 14)."""
-        return FANOUT.submit(self.search, query, limit, timeout)
+        return FANOUT.submit(self.search, query, limit, timeout, suggest)
 
 
 # the pool that runs :meth:`EngineClient.start_search`; threads start on demand and are reused
@@ -306,6 +309,7 @@ def reply_from_proto(reply: engine_pb2.SearchReply) -> EngineReply:
         total=reply.total,
         suggestion=reply.suggestion,
         suggestion_matches=reply.suggestion_matches,
+        unknown=tuple(reply.unknown),
     )
 
 

@@ -40,8 +40,9 @@ class EngineReply:
     hits: tuple[EngineHit, ...]
     max_score: float
     total: int
-    suggestion: str = ""  # no match: the query with its unknown words corrected, or ""
+    suggestion: str = ""  # the query with the words that engine lacks corrected, or ""
     suggestion_matches: int = 0  # the documents the suggestion matches in that engine
+    unknown: tuple[str, ...] = ()  # the query's words (as indexed) that engine holds under no field
 
 
 @dataclass(frozen=True, kw_only=True)
