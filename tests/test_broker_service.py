@@ -252,7 +252,7 @@ def test_no_hit_anywhere_brings_the_suggestion_that_finds_most(cluster: Cluster)
 
 
 def test_a_word_no_engine_holds_is_corrected_beside_hits_a_word_one_holds_is_not(cluster: Cluster) -> None:
-    """"Did you mean" was offered only when nothing matched: "sql tabels" found the sql pages and said
+    """ "Did you mean" was offered only when nothing matched: "sql tabels" found the sql pages and said
     nothing of "tabels". Now a query with a word no engine that answered holds gets the correction beside its
     hits, from a second search of the engines that lack no other word (asked with ``suggest``); an engine
     that lacks a word another engine holds is not asked ("python" is py's word: pg would correct it away),
@@ -272,6 +272,34 @@ def test_a_word_no_engine_holds_is_corrected_beside_hits_a_word_one_holds_is_not
     before = pg.calls, py.calls
     assert cluster.search("python sql", k=10).suggestion == ""
     assert (pg.calls - before[0], py.calls - before[1]) == (1, 1)
+
+
+def test_a_misspelt_word_is_corrected_by_a_skipped_engine_when_nothing_matched(cluster: Cluster) -> None:
+    """Measured with ``oasis bench query-latency``: ``torubleshooting`` was routed to the Python engine only
+    (its term filter said "may hold"), the Django engine, which holds "troubleshooting", was skipped as
+    sharing no query term, and no correction came back. Now when nothing matched where the query went and no
+    engine asked corrected the word, the skipped engines are asked for theirs."""
+    # an engine whose summary says it may hold "djangoo" (as a term filter's false positive does)
+    fp = FakeEngine("fp", {"http://fp.test/x": "nothing here"})
+    server = start_engine(fp)
+    try:
+        stat = common_pb2.TermStat(term=terms("djangoo")[0], df=1, cf=1)
+        cluster.register(
+            "fp",
+            server.address,
+            common_pb2.TopicSummary(topic="fp", documents=1, total_terms=2, terms=[stat]),
+        )
+        dj = cluster.engines["dj"]
+        dj.suggest = ("django templates", 1)
+        before = dj.calls
+        reply = cluster.search("sql djangoo", k=10)  # hits where it went: dj, skipped, is not asked
+        assert reply.hits and reply.suggestion == "" and dj.calls == before
+        reply = cluster.search("djangoo templtes", k=10)
+        states = {s.name: s.state for s in reply.engines}
+        assert states["fp"] == OK and states["dj"] == SKIPPED and fp.calls == 2
+        assert not reply.hits and reply.suggestion == "django templates" and dj.calls == before + 1
+    finally:
+        server.stop(0)
 
 
 def test_max_engines_limits_fan_out(cluster: Cluster) -> None:

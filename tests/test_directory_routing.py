@@ -62,6 +62,8 @@ def test_route_ranks_by_hand_worked_beliefs_and_skips_engines_without_query_term
     assert result.engines[1].score == pytest.approx(0.4 + 0.6 * 0.0740741 * 0.4036775, rel=1e-5)
     assert result.skipped == ("c",)
     assert result.engines[0].address == b.address
+    # the skipped with their addresses: the broker asks them for a "did you mean" when nothing matched
+    assert [(e.name, e.address, e.score) for e in result.skipped_engines] == [("c", c.address, 0.0)]
 
 
 def test_query_belief_is_the_mean_over_terms() -> None:

@@ -33,6 +33,9 @@ class GrpcDirectoryClient(GrpcClient):
             engines=tuple(RoutedEngine(name=e.name, address=e.address, score=e.score) for e in reply.engines),
             skipped=tuple(reply.skipped),
             omitted=tuple(reply.omitted),
+            skipped_engines=tuple(
+                RoutedEngine(name=e.name, address=e.address, score=e.score) for e in reply.skipped_engines
+            ),
         )
 
 

@@ -58,6 +58,7 @@ class RouteResult:
     engines: tuple[RoutedEngine, ...]
     skipped: tuple[str, ...]
     omitted: tuple[str, ...] = ()  # may hold matches but ranked beyond max_engines: not asked
+    skipped_engines: tuple[RoutedEngine, ...] = ()  # the skipped, with their addresses ("did you mean")
 
 
 class DirectoryClient(Protocol):

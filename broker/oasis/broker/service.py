@@ -378,13 +378,14 @@ class Broker:
         # partial whenever an engine that might hold results was not asked or did not answer
         partial = bool(route.omitted) or any(s.state not in ("ok", "skipped") for s in ordered)
         lacking = frozenset.intersection(*unknowns.values()) if unknowns else frozenset()
-        # beside hits an engine corrects only when asked: ask those that lack no other word
-        if hits and lacking:
-            ask = [e for e in route.engines if e.name in unknowns and unknowns[e.name] <= lacking]
+        if lacking and not _suggestion(list(suggestions.values()), lacking, hits=True):
+            if hits:  # beside hits an engine corrects only when asked: ask those that lack no other word
+                ask = [e for e in route.engines if e.name in unknowns and unknowns[e.name] <= lacking]
+            else:  # nothing matched where the query went: the misspelt word may be a skipped engine's
+                ask = [e for e in route.skipped_engines if self.suspensions.suspended_for(e.name) <= 0]
             suggestions.update(self._suggestions(ask, query, deadline))
-        suggestion = _suggestion(
-            [suggestions[e.name] for e in route.engines if e.name in suggestions], lacking, bool(hits)
-        )
+        in_order = [e.name for e in (*route.engines, *route.skipped_engines) if e.name in suggestions]
+        suggestion = _suggestion([suggestions[name] for name in in_order], lacking, bool(hits))
         return SearchOutcome(
             hits=tuple(hits),
             engines=tuple(dict.fromkeys(ordered)),

@@ -36,6 +36,7 @@ class Route:
     engines: tuple[Routed, ...]
     skipped: tuple[str, ...]  # live engines that share no query term
     omitted: tuple[str, ...] = ()  # engines that may hold matches but were ranked beyond k
+    skipped_engines: tuple[Routed, ...] = ()  # the skipped engines with their addresses (score 0), by name
 
 
 def cori_t(df: int, cw: int, avg_cw: float) -> float:
@@ -99,4 +100,10 @@ def route(query: str, engines: Sequence[EngineRecord], k: int = 0) -> Route:
     omitted = tuple(sorted(r.name for r in ranked[k:])) if k else ()
     if k:
         ranked = ranked[:k]
-    return Route(engines=tuple(ranked), skipped=tuple(sorted(skipped)), omitted=omitted)
+    at = {e.name: e.address for e in engines}
+    return Route(
+        engines=tuple(ranked),
+        skipped=tuple(sorted(skipped)),
+        omitted=omitted,
+        skipped_engines=tuple(Routed(name=n, address=at[n], score=0.0) for n in sorted(skipped)),
+    )

@@ -138,6 +138,10 @@ class DirectoryServicer(directory_pb2_grpc.DirectoryServicer):
             ],
             skipped=list(result.skipped),
             omitted=list(result.omitted),
+            skipped_engines=[
+                directory_pb2.RoutedEngine(name=e.name, address=e.address, score=e.score)
+                for e in result.skipped_engines
+            ],
         )
 
     def ListEngines(

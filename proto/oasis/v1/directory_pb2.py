@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from oasis.v1 import common_pb2 as oasis_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18oasis/v1/directory.proto\x12\x08oasis.v1\x1a\x15oasis/v1/common.proto\"T\n\nEngineInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\'\n\x07summary\x18\x03 \x01(\x0b\x32\x16.oasis.v1.TopicSummary\"F\n\x0fRegisterRequest\x12$\n\x06\x65ngine\x18\x01 \x01(\x0b\x32\x14.oasis.v1.EngineInfo\x12\r\n\x05owner\x18\x02 \x01(\t\"&\n\rRegisterReply\x12\x15\n\rlease_seconds\x18\x01 \x01(\x01\"X\n\x10HeartbeatRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x07summary\x18\x02 \x01(\x0b\x32\x16.oasis.v1.TopicSummary\x12\r\n\x05owner\x18\x03 \x01(\t\"6\n\x0eHeartbeatReply\x12\r\n\x05known\x18\x01 \x01(\x08\x12\x15\n\rlease_seconds\x18\x02 \x01(\x01\"0\n\x11\x44\x65registerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05owner\x18\x02 \x01(\t\"\"\n\x0f\x44\x65registerReply\x12\x0f\n\x07removed\x18\x01 \x01(\x08\"(\n\x0cRouteRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\"<\n\x0cRoutedEngine\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\"W\n\nRouteReply\x12\'\n\x07\x65ngines\x18\x01 \x03(\x0b\x32\x16.oasis.v1.RoutedEngine\x12\x0f\n\x07skipped\x18\x02 \x03(\t\x12\x0f\n\x07omitted\x18\x03 \x03(\t\"\x14\n\x12ListEnginesRequest\"9\n\x10ListEnginesReply\x12%\n\x07\x65ngines\x18\x01 \x03(\x0b\x32\x14.oasis.v1.EngineInfo2\xd4\x02\n\tDirectory\x12>\n\x08Register\x12\x19.oasis.v1.RegisterRequest\x1a\x17.oasis.v1.RegisterReply\x12\x41\n\tHeartbeat\x12\x1a.oasis.v1.HeartbeatRequest\x1a\x18.oasis.v1.HeartbeatReply\x12\x44\n\nDeregister\x12\x1b.oasis.v1.DeregisterRequest\x1a\x19.oasis.v1.DeregisterReply\x12\x35\n\x05Route\x12\x16.oasis.v1.RouteRequest\x1a\x14.oasis.v1.RouteReply\x12G\n\x0bListEngines\x12\x1c.oasis.v1.ListEnginesRequest\x1a\x1a.oasis.v1.ListEnginesReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18oasis/v1/directory.proto\x12\x08oasis.v1\x1a\x15oasis/v1/common.proto\"T\n\nEngineInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\'\n\x07summary\x18\x03 \x01(\x0b\x32\x16.oasis.v1.TopicSummary\"F\n\x0fRegisterRequest\x12$\n\x06\x65ngine\x18\x01 \x01(\x0b\x32\x14.oasis.v1.EngineInfo\x12\r\n\x05owner\x18\x02 \x01(\t\"&\n\rRegisterReply\x12\x15\n\rlease_seconds\x18\x01 \x01(\x01\"X\n\x10HeartbeatRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\'\n\x07summary\x18\x02 \x01(\x0b\x32\x16.oasis.v1.TopicSummary\x12\r\n\x05owner\x18\x03 \x01(\t\"6\n\x0eHeartbeatReply\x12\r\n\x05known\x18\x01 \x01(\x08\x12\x15\n\rlease_seconds\x18\x02 \x01(\x01\"0\n\x11\x44\x65registerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05owner\x18\x02 \x01(\t\"\"\n\x0f\x44\x65registerReply\x12\x0f\n\x07removed\x18\x01 \x01(\x08\"(\n\x0cRouteRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\"<\n\x0cRoutedEngine\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\r\n\x05score\x18\x03 \x01(\x01\"\x88\x01\n\nRouteReply\x12\'\n\x07\x65ngines\x18\x01 \x03(\x0b\x32\x16.oasis.v1.RoutedEngine\x12\x0f\n\x07skipped\x18\x02 \x03(\t\x12\x0f\n\x07omitted\x18\x03 \x03(\t\x12/\n\x0fskipped_engines\x18\x04 \x03(\x0b\x32\x16.oasis.v1.RoutedEngine\"\x14\n\x12ListEnginesRequest\"9\n\x10ListEnginesReply\x12%\n\x07\x65ngines\x18\x01 \x03(\x0b\x32\x14.oasis.v1.EngineInfo2\xd4\x02\n\tDirectory\x12>\n\x08Register\x12\x19.oasis.v1.RegisterRequest\x1a\x17.oasis.v1.RegisterReply\x12\x41\n\tHeartbeat\x12\x1a.oasis.v1.HeartbeatRequest\x1a\x18.oasis.v1.HeartbeatReply\x12\x44\n\nDeregister\x12\x1b.oasis.v1.DeregisterRequest\x1a\x19.oasis.v1.DeregisterReply\x12\x35\n\x05Route\x12\x16.oasis.v1.RouteRequest\x1a\x14.oasis.v1.RouteReply\x12G\n\x0bListEngines\x12\x1c.oasis.v1.ListEnginesRequest\x1a\x1a.oasis.v1.ListEnginesReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -50,12 +50,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ROUTEREQUEST']._serialized_end=531
   _globals['_ROUTEDENGINE']._serialized_start=533
   _globals['_ROUTEDENGINE']._serialized_end=593
-  _globals['_ROUTEREPLY']._serialized_start=595
-  _globals['_ROUTEREPLY']._serialized_end=682
-  _globals['_LISTENGINESREQUEST']._serialized_start=684
-  _globals['_LISTENGINESREQUEST']._serialized_end=704
-  _globals['_LISTENGINESREPLY']._serialized_start=706
-  _globals['_LISTENGINESREPLY']._serialized_end=763
-  _globals['_DIRECTORY']._serialized_start=766
-  _globals['_DIRECTORY']._serialized_end=1106
+  _globals['_ROUTEREPLY']._serialized_start=596
+  _globals['_ROUTEREPLY']._serialized_end=732
+  _globals['_LISTENGINESREQUEST']._serialized_start=734
+  _globals['_LISTENGINESREQUEST']._serialized_end=754
+  _globals['_LISTENGINESREPLY']._serialized_start=756
+  _globals['_LISTENGINESREPLY']._serialized_end=813
+  _globals['_DIRECTORY']._serialized_start=816
+  _globals['_DIRECTORY']._serialized_end=1156
 # @@protoc_insertion_point(module_scope)

@@ -82,14 +82,16 @@ class RoutedEngine(_message.Message):
     def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
 
 class RouteReply(_message.Message):
-    __slots__ = ("engines", "skipped", "omitted")
+    __slots__ = ("engines", "skipped", "omitted", "skipped_engines")
     ENGINES_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
     OMITTED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_ENGINES_FIELD_NUMBER: _ClassVar[int]
     engines: _containers.RepeatedCompositeFieldContainer[RoutedEngine]
     skipped: _containers.RepeatedScalarFieldContainer[str]
     omitted: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, engines: _Optional[_Iterable[_Union[RoutedEngine, _Mapping]]] = ..., skipped: _Optional[_Iterable[str]] = ..., omitted: _Optional[_Iterable[str]] = ...) -> None: ...
+    skipped_engines: _containers.RepeatedCompositeFieldContainer[RoutedEngine]
+    def __init__(self, engines: _Optional[_Iterable[_Union[RoutedEngine, _Mapping]]] = ..., skipped: _Optional[_Iterable[str]] = ..., omitted: _Optional[_Iterable[str]] = ..., skipped_engines: _Optional[_Iterable[_Union[RoutedEngine, _Mapping]]] = ...) -> None: ...
 
 class ListEnginesRequest(_message.Message):
     __slots__ = ()
