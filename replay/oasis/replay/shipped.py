@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-36 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-37 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -267,21 +267,26 @@ TRAINING = (
     ("debian:python-imageio-doc", "writing plugins format reader writer classes"),
     ("debian:python-lark-doc", "grammar reference rules terminals priorities"),
     ("debian:python-lark-doc", "transformers visitors tree construction"),
+    # session 29: holdout-36 was run once with session 23's robot unchanged, paired
+    ("debian:python-astroquery-doc", "vizier catalog queries tables"),
+    ("debian:python-astroquery-doc", "esa archives hubble jwst xmm newton iso"),
+    ("debian:python-pint-doc", "numpy support temperature conversion logarithmic units"),
+    ("debian:python-pint-doc", "contexts defining units different unit systems"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-35 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 152-155: four runs each, in
-# order); holdout-36 is unseen
+# holdout-36 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 156-159: four runs each, in
+# order); holdout-37 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
-    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 36)},
-    # session 29, fixed after holdout-35's single run and before any further design work (docs/replay.md
+    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 37)},
+    # session 29, fixed after holdout-36's single run and before any further design work (docs/replay.md
     # "Session 29"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-36": (
-        ("debian:python-astroquery-doc", "vizier catalog queries tables"),
-        ("debian:python-astroquery-doc", "esa archives hubble jwst xmm newton iso"),
-        ("debian:python-pint-doc", "numpy support temperature conversion logarithmic units"),
-        ("debian:python-pint-doc", "contexts defining units different unit systems"),
+    "holdout-37": (
+        ("debian:python-fluids-doc", "control valve sizing liquid gas flow"),
+        ("debian:python-fluids-doc", "pressure drop through piping fittings packed beds"),
+        ("debian:python-coverage-doc", "branch coverage measurement"),
+        ("debian:python-coverage-doc", "configuration reference excluding code source files"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

@@ -37,7 +37,8 @@
   holdout-32 (session 26): ``python-slixmpp-doc`` and ``python-pwntools-doc``; holdout-33 (session 27):
   ``python-nipy-doc`` and ``python-pywt-doc``; holdout-34 (session 27): ``python-pyfai-doc`` and
   ``python-simpy3-doc``; holdout-35 (session 28): ``python-imageio-doc`` and ``python-lark-doc``;
-  holdout-36 (session 29): ``python-astroquery-doc`` and ``python-pint-doc``.
+  holdout-36 (session 29): ``python-astroquery-doc`` and ``python-pint-doc``; holdout-37 (session 29):
+  ``python-fluids-doc`` and ``python-coverage-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -266,6 +267,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (astroquery, astronomical archive queries) and one small (Pint, physical units)
         _experiment("python-astroquery-doc", "astroquery"),
         _experiment("python-pint-doc", "pint"),
+        # holdout-37 (session 29), fixed after holdout-36's single run, before any further design work: one
+        # mid-sized web (fluids, fluid dynamics engineering) and one small (coverage.py)
+        _experiment("python-fluids-doc", "fluids"),
+        _experiment("python-coverage-doc", "coverage"),
     )
 }
 ALL = "all"
