@@ -130,6 +130,9 @@ def test_search_returns_topic_pages_from_the_right_engine(cluster: Path, indexed
     assert out["engines"]["databases"] == "ok"
     py = json.loads(oasis(cluster, "search", "asyncio event loop coroutine", "--json").stdout)
     top3 = [(h["engine"], h["url"]) for h in py["hits"][:3]]
+    # the words unquoted are the same query (before: "unrecognized arguments: event loop coroutine")
+    unquoted = json.loads(oasis(cluster, "search", "asyncio", "event", "loop", "coroutine", "--json").stdout)
+    assert [h["url"] for h in unquoted["hits"]] == [h["url"] for h in py["hits"]]
     assert ("python", "http://py.docs/library/asyncio-eventloop.html") in top3, top3
     text = oasis(cluster, "search", "CREATE TABLE").stdout
     assert "databases" in text and "http://pg.docs/sql-createtable.html" in text

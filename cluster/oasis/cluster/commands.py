@@ -89,10 +89,17 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     search.add_argument(
         "--broker", default=None, type=address_arg, help="HOST:PORT of a broker (no state file needed)"
     )
-    search.add_argument("query")
-    search.add_argument("-k", type=int, default=10)
-    search.add_argument("--deadline-ms", type=int, default=1000)
-    search.add_argument("--json", action="store_true")
+    search.add_argument(
+        "query",
+        nargs="+",
+        help="the query; its words may be given unquoted (oasis search tcp socket); with a -word, the whole "
+        "query in quotes (oasis search 'socket -tcp') or after -- (oasis search -- socket -tcp)",
+    )
+    search.add_argument("-k", type=int, default=10, help="hits wanted (default 10)")
+    search.add_argument(
+        "--deadline-ms", type=int, default=1000, help="the whole query's deadline (default 1000 ms)"
+    )
+    search.add_argument("--json", action="store_true", help="print the result as one JSON object")
     search.set_defaults(func=cmd_search)
 
     index = sub.add_parser("index", help="bulk-load local HTML files or folders into one engine")
@@ -499,9 +506,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         except NoCluster as exc:
             print(f"oasis search: {exc}", file=sys.stderr)
             return 1
+    query = " ".join(args.query)
     client = BrokerClient(address)
     try:
-        result = client.search(args.query, k=args.k, deadline_ms=args.deadline_ms)
+        result = client.search(query, k=args.k, deadline_ms=args.deadline_ms)
     except ServiceError as exc:
         if exc.code == "INVALID_ARGUMENT":  # the query: the engine's words, as the search page shows them
             print(f"oasis search: {exc.reason}", file=sys.stderr)
@@ -513,7 +521,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(search_json(result)))
     else:
-        print_results(args.query, result)
+        print_results(query, result)
     return 0
 
 
