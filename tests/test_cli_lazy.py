@@ -119,8 +119,8 @@ def test_every_benchmark_module_is_in_the_table() -> None:
 
 
 def test_parse_dispatches_to_the_real_parser() -> None:
-    args = build_parser().parse_args(["--log-level", "INFO", "search", "sql", "-k", "3"])
-    assert (args.command, args.query, args.k, args.log_level) == ("search", "sql", 3, "INFO")
+    args = build_parser().parse_args(["--log-level", "INFO", "search", "sql", "table", "-k", "3"])
+    assert (args.command, args.query, args.k, args.log_level) == ("search", ["sql", "table"], 3, "INFO")
     from oasis.cluster.commands import cmd_search
 
     assert args.func is cmd_search
