@@ -34,9 +34,13 @@ class Routed:
 @dataclass(frozen=True, kw_only=True)
 class Route:
     engines: tuple[Routed, ...]
-    skipped: tuple[str, ...]  # live engines that share no query term
     omitted: tuple[str, ...] = ()  # engines that may hold matches but were ranked beyond k
-    skipped_engines: tuple[Routed, ...] = ()  # the skipped engines with their addresses (score 0), by name
+    skipped_engines: tuple[Routed, ...] = ()  # live engines that share no query term (score 0), by name
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """The names of the skipped engines."""
+        return tuple(e.name for e in self.skipped_engines)
 
 
 def cori_t(df: int, cw: int, avg_cw: float) -> float:
@@ -75,10 +79,10 @@ def route(query: str, engines: Sequence[EngineRecord], k: int = 0) -> Route:
     avg_cw = sum(e.summary.total_terms for e in engines) / n if n else 0.0
     cf = {t: sum(1 for e in engines if t in e.summary.terms) for t in terms}
     ranked: list[Routed] = []
-    skipped: list[str] = []
+    skipped: list[Routed] = []
     for e in engines:
         if not terms or not any(e.summary.may_hold(t) for t in terms):
-            skipped.append(e.name)
+            skipped.append(Routed(name=e.name, address=e.address, score=0.0))
             continue
         beliefs = []
         for t in terms:
@@ -95,15 +99,11 @@ def route(query: str, engines: Sequence[EngineRecord], k: int = 0) -> Route:
         by_size = sorted(engines, key=lambda e: (-e.summary.documents, e.name))
         ranked = [Routed(name=e.name, address=e.address, score=DEFAULT_BELIEF) for e in by_size]
         omitted = tuple(sorted(r.name for r in ranked[k:])) if k else ()
-        return Route(engines=tuple(ranked[:k] if k else ranked), skipped=(), omitted=omitted)
+        return Route(engines=tuple(ranked[:k] if k else ranked), omitted=omitted)
     ranked.sort(key=lambda r: (-r.score, r.name))
     omitted = tuple(sorted(r.name for r in ranked[k:])) if k else ()
     if k:
         ranked = ranked[:k]
-    at = {e.name: e.address for e in engines}
     return Route(
-        engines=tuple(ranked),
-        skipped=tuple(sorted(skipped)),
-        omitted=omitted,
-        skipped_engines=tuple(Routed(name=n, address=at[n], score=0.0) for n in sorted(skipped)),
+        engines=tuple(ranked), omitted=omitted, skipped_engines=tuple(sorted(skipped, key=lambda e: e.name))
     )
