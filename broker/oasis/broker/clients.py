@@ -31,7 +31,6 @@ class GrpcDirectoryClient(GrpcClient):
         reply = self._call("Route", self._stub.Route, request, timeout=max(timeout, 0.001))
         return RouteResult(
             engines=tuple(RoutedEngine(name=e.name, address=e.address, score=e.score) for e in reply.engines),
-            skipped=tuple(reply.skipped),
             omitted=tuple(reply.omitted),
             skipped_engines=tuple(
                 RoutedEngine(name=e.name, address=e.address, score=e.score) for e in reply.skipped_engines

@@ -56,9 +56,14 @@ class RoutedEngine:
 @dataclass(frozen=True, kw_only=True)
 class RouteResult:
     engines: tuple[RoutedEngine, ...]
-    skipped: tuple[str, ...]
     omitted: tuple[str, ...] = ()  # may hold matches but ranked beyond max_engines: not asked
-    skipped_engines: tuple[RoutedEngine, ...] = ()  # the skipped, with their addresses ("did you mean")
+    # sharing no query term: not asked (but asked for a "did you mean" when nothing matched)
+    skipped_engines: tuple[RoutedEngine, ...] = ()
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """The names of the skipped engines."""
+        return tuple(e.name for e in self.skipped_engines)
 
 
 class DirectoryClient(Protocol):

@@ -163,7 +163,7 @@ class RouteCache:
     def all_known(self) -> RouteResult | None:
         with self._lock:
             known = tuple(sorted(self._known.values(), key=lambda e: e.name))
-        return RouteResult(engines=known, skipped=()) if known else None
+        return RouteResult(engines=known) if known else None
 
 
 class Broker:
