@@ -15,7 +15,7 @@ Every choice is made on the training split (:data:`TRAINING`); the evaluation sp
         per-web choice among them, known after the crawl, reaches against greedy-anchor
     python -m oasis.replay.shipped train --out FILE [--traversals 3] [--runs 0,3] [CONFIG-JSON]
         learn one table over the training runs in order (carried from run to run) and write it
-    python -m oasis.replay.shipped evaluate --split holdout-37 --out DIR [--traversals 10] [--random-runs 5]
+    python -m oasis.replay.shipped evaluate --split holdout-38 --out DIR [--traversals 10] [--random-runs 5]
         [--orders 10]
         (or --corpus C --topic T, repeated): each run exactly ``oasis replay --policies EVAL_POLICIES
         --traversals 10 --random-runs 5 --out DIR/run-K``, then issue 10's table: the robot's first traversal
@@ -272,21 +272,26 @@ TRAINING = (
     ("debian:python-astroquery-doc", "esa archives hubble jwst xmm newton iso"),
     ("debian:python-pint-doc", "numpy support temperature conversion logarithmic units"),
     ("debian:python-pint-doc", "contexts defining units different unit systems"),
+    # session 30: holdout-37 was run once with session 23's robot unchanged, paired
+    ("debian:python-fluids-doc", "control valve sizing liquid gas flow"),
+    ("debian:python-fluids-doc", "pressure drop through piping fittings packed beds"),
+    ("debian:python-coverage-doc", "branch coverage measurement"),
+    ("debian:python-coverage-doc", "configuration reference excluding code source files"),
 )
 
 
 # the evaluation splits, each fixed and committed before it was run (docs/replay.md): holdout-5 to
-# holdout-36 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 156-159: four runs each, in
-# order); holdout-37 is unseen
+# holdout-37 have been run once and are seen (TRAINING runs 32-35, 36-39, ..., 160-163: four runs each, in
+# order); holdout-38 is unseen
 SPLITS: dict[str, tuple[tuple[str, str], ...]] = {
-    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 37)},
-    # session 29, fixed after holdout-36's single run and before any further design work (docs/replay.md
-    # "Session 29"): one mid-sized web and one small; topics from each table of contents only
-    "holdout-37": (
-        ("debian:python-fluids-doc", "control valve sizing liquid gas flow"),
-        ("debian:python-fluids-doc", "pressure drop through piping fittings packed beds"),
-        ("debian:python-coverage-doc", "branch coverage measurement"),
-        ("debian:python-coverage-doc", "configuration reference excluding code source files"),
+    **{f"holdout-{k}": TRAINING[32 + 4 * (k - 5) : 36 + 4 * (k - 5)] for k in range(5, 38)},
+    # session 30, fixed after holdout-37's single run and before any further design work (docs/replay.md
+    # "Session 30"): one mid-sized web and one small; topics from each table of contents only
+    "holdout-38": (
+        ("debian:python-astroplan-doc", "defining observing constraints"),
+        ("debian:python-astroplan-doc", "scheduling an observing run"),
+        ("debian:python-django-extensions-doc", "command extensions shell plus run script"),
+        ("debian:python-django-extensions-doc", "graph models list model info"),
     ),
 }
 # the policies of an evaluation run (issue 10's table: the baselines, the robot as shipped, the memorising

@@ -38,7 +38,8 @@
   ``python-nipy-doc`` and ``python-pywt-doc``; holdout-34 (session 27): ``python-pyfai-doc`` and
   ``python-simpy3-doc``; holdout-35 (session 28): ``python-imageio-doc`` and ``python-lark-doc``;
   holdout-36 (session 29): ``python-astroquery-doc`` and ``python-pint-doc``; holdout-37 (session 29):
-  ``python-fluids-doc`` and ``python-coverage-doc``.
+  ``python-fluids-doc`` and ``python-coverage-doc``; holdout-38 (session 30): ``python-astroplan-doc`` and
+  ``python-django-extensions-doc``.
 
 The Django docs link into the Python docs by absolute paths ``/usr/share/doc/python3-doc/html/...`` (the
 unversioned package, not installed here; every such target exists under python3.11-doc/html), so that
@@ -271,6 +272,10 @@ DEBIAN_CORPORA: dict[str, DebianCorpus] = {
         # mid-sized web (fluids, fluid dynamics engineering) and one small (coverage.py)
         _experiment("python-fluids-doc", "fluids"),
         _experiment("python-coverage-doc", "coverage"),
+        # holdout-38 (session 30), fixed after holdout-37's single run, before any further design work: one
+        # mid-sized web (astroplan, observation planning) and one small (django-extensions)
+        _experiment("python-astroplan-doc", "astroplan"),
+        _experiment("python-django-extensions-doc", "django-extensions"),
     )
 }
 ALL = "all"
