@@ -173,3 +173,15 @@ def test_living_web_and_robot_settings_reach_the_processes(tmp_path: Path) -> No
     assert web_change_args(dataclasses.replace(static, web_changes=WebChanges())) == []
     with pytest.raises(ConfigError, match="recrawl"):
         parse_config({"robot": {"recrawl": "sometimes"}, "topic": [{"name": "a", "keywords": ["x"]}]})
+    # a first retrieval's Last-Modified: learned from unless the cluster says its servers' dates lie
+    from oasis.robot.__main__ import build_parser
+    from oasis.robot.app import config_from_args
+
+    path.write_text(path.read_text().replace("[robot]\n", "[robot]\nlast_modified = false\n"))
+    off = robot_argv(load_config(path), "a", "127.0.0.1:1", state_dir=tmp_path, seeds=["x"], log_level="INFO")
+    for launched, learns in ((argv, True), (off, False)):
+        args = build_parser().parse_args(launched[2:])
+        rc = config_from_args(args, name=args.name, state_dir=tmp_path, default_q_table=tmp_path / "q.json")
+        assert rc.last_modified is learns
+    with pytest.raises(ConfigError, match="last_modified must be true or false, got 'no'"):
+        parse_config({"robot": {"last_modified": "no"}, "topic": [{"name": "a", "keywords": ["x"]}]})

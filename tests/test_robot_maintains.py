@@ -105,6 +105,41 @@ def test_robot_replaces_modified_removes_deleted_and_keeps_its_budget(
     assert state["docs"] and sum(len(d["observations"]) for d in state["docs"].values()) > 0
 
 
+@pytest.mark.parametrize("last_modified", [True, False])
+def test_a_site_wide_update_during_the_first_pass_is_seen_from_last_modified(
+    engine: LocalEngine, tmp_path: Path, last_modified: bool
+) -> None:
+    """Pages retrieved for the first time after a site-wide update say so by their Last-Modified: with
+    ``last_modified`` each is a change observed since the crawl's start, before any re-crawl."""
+    living = LivingWeb(db_corpus(16), ChangeRates(), seed=2)
+    with ReplayedWeb(living.corpus, living=living) as web:
+        crawler, client = robot(engine, tmp_path, pages_per_second=2.0, last_modified=last_modified)
+        hook = crawler.recrawl_hook
+        assert hook is not None and hook.pool is not None
+        try:
+            crawler.add_seeds(web.seeds)
+            crawler.start()
+            started = time.time()
+            wait(lambda: crawler.status().pages_fetched >= 2)
+            time.sleep(max(0.0, started + 3.0 - time.time()))
+            burst = time.time()
+            living.burst(1.0)
+            wait(lambda: crawler.status().kinds.get("new", 0) >= 16)
+            after = [u for u, k in crawler.processor.known.items() if k.relevance >= 0 and u in hook._docs]
+            first = {u: hook._docs[u].estimator._order[0] for u in after if hook._docs[u].estimator.n}
+            seen_changed = crawler.status().changes_seen  # re-crawls that found a change
+        finally:
+            crawler.close()
+            client.close()
+    histories = [o for o in first.values() if o[0] and o[1] >= burst - started]
+    if last_modified:
+        # every page retrieved more than a second after the update: a change over its time since the start
+        assert len(histories) >= 3, first
+        assert hook.pool.changes > seen_changed
+    else:
+        assert hook.pool.changes <= seen_changed
+
+
 def test_rates_roundtrip_restores_every_history_and_the_pooled_prior() -> None:
     hook = WhittleRecrawl(period=1.0)
     rng = random.Random(4)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oasis.robot.config import RobotConfig
-from oasis.robot.fetcher import parse_content_type, parse_retry_after
+from oasis.robot.fetcher import modified_ago, parse_content_type, parse_retry_after
 from oasis.robot.politeness import FAILED, READY, UNKNOWN, Politeness, backoff_seconds
 
 H = "site.test:8080"
@@ -150,6 +150,18 @@ def test_retry_after_and_content_type_parsing() -> None:
     assert parse_retry_after(None, 0.0) is None
     assert parse_content_type('text/HTML; charset="ISO-8859-1"') == ("text/html", "ISO-8859-1")
     assert parse_content_type("") == ("", None)
+
+
+def test_modified_ago_is_date_minus_last_modified_by_the_server_clock() -> None:
+    date = "Wed, 21 Oct 2015 07:28:00 GMT"
+    assert modified_ago({"date": date, "last-modified": "Wed, 21 Oct 2015 07:20:00 GMT"}) == 480.0
+    assert modified_ago({"date": date, "last-modified": date}) == 0.0
+    # a server that cannot say: no header, no date, a Last-Modified in its own future, a date without zone
+    assert modified_ago({"date": date}) is None
+    assert modified_ago({"last-modified": date}) is None
+    assert modified_ago({"date": "soon", "last-modified": date}) is None
+    assert modified_ago({"date": date, "last-modified": "Thu, 22 Oct 2015 07:28:00 GMT"}) is None
+    assert modified_ago({"date": date, "last-modified": "Wed, 21 Oct 2015 07:20:00"}) is None
 
 
 @settings(max_examples=100, deadline=None)

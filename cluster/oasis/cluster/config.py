@@ -68,6 +68,7 @@ class RobotSettings:
     recrawl: str = "none"  # "whittle": re-crawl retrieved pages (the robot maintains its topic, never stops)
     recrawl_period: float = 60.0  # seconds per scheduler period T of the re-crawl index
     min_relevance: float = 0.15  # pages below this r(i) are crawled through but not indexed
+    last_modified: bool = True  # a first retrieval's Last-Modified teaches the change rates (robot flag)
     controller_config: Path | None = None  # every robot's request-controller parameters (JSON or TOML)
     initial_q_table: Path | None = None  # every robot's starting Q-table while it has none of its own
     progress_seconds: float = 10.0  # each robot logs a progress line this often (0: never)
@@ -275,6 +276,14 @@ class ClusterConfig:
         return files
 
 
+def _bool(table: dict[str, Any], key: str, where: str, default: bool) -> bool:
+    """``table[key]`` as a TOML boolean (a string such as "false" is an error, not true)."""
+    raw = table.get(key, default)
+    if not isinstance(raw, bool):
+        raise ConfigError(f"{where}: {key} must be true or false, got {raw!r}")
+    return raw
+
+
 def _path(table: dict[str, Any], key: str, where: str, base_dir: Path | None) -> Path | None:
     """``table[key]`` as a path relative to ``base_dir`` (the TOML file's folder); None when absent.
     An input file (every key but q_table, which the robot creates) must exist."""
@@ -319,6 +328,7 @@ TABLE_KEYS: dict[str, frozenset[str]] = {
             "recrawl",
             "recrawl_period",
             "min_relevance",
+            "last_modified",
             "controller_config",
             "initial_q_table",
             "progress_seconds",
@@ -424,6 +434,7 @@ def parse_config(data: dict[str, Any], base_dir: Path | None = None) -> ClusterC
                 recrawl=str(robot.get("recrawl", "none")),
                 recrawl_period=float(robot.get("recrawl_period", 60.0)),
                 min_relevance=float(robot.get("min_relevance", 0.15)),
+                last_modified=_bool(robot, "last_modified", "[robot]", True),
                 controller_config=_path(robot, "controller_config", "[robot]", base_dir),
                 initial_q_table=_path(robot, "initial_q_table", "[robot]", base_dir),
                 progress_seconds=float(robot.get("progress_seconds", 10.0)),

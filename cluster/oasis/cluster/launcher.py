@@ -695,6 +695,7 @@ def robot_argv(
         "--recrawl", rs.recrawl,
         "--recrawl-period", str(rs.recrawl_period),
         "--min-relevance", str(rs.min_relevance),
+        *([] if rs.last_modified else ["--ignore-last-modified"]),
         "--allow-private",
         "--autostart",
         "--log-level", log_level,

@@ -61,6 +61,13 @@ def add_robot_arguments(p: argparse.ArgumentParser, *, q_table_default: str = "n
         help="seconds per scheduler period T of the re-crawl index",
     )
     p.add_argument("--min-relevance", type=float, default=0.0, help="index only pages scored at least this")
+    p.add_argument(
+        "--ignore-last-modified",
+        dest="last_modified",
+        action="store_false",
+        help="do not learn change rates from a first retrieval's Last-Modified (servers whose dates say "
+        "nothing of their pages)",
+    )
     private = p.add_mutually_exclusive_group()
     private.add_argument(
         "--allow-private",
@@ -250,6 +257,7 @@ def config_from_args(
         initial_rates=initial_rates,
         checkpoint_interval=args.checkpoint_interval,
         min_relevance=args.min_relevance,
+        last_modified=args.last_modified,
         state_dir=state_dir,
         q_table=q_table,
         initial_q_table=args.initial_q_table,

@@ -63,6 +63,9 @@ class RobotConfig:
     refuse_private: bool = False  # refuse hosts resolving to private/loopback addresses
     allowed_hosts: frozenset[str] | None = None  # host[:port] in scope; None = any host
     min_relevance: float = 0.0  # pages scored below this are not indexed (still reported to the controller)
+    # a first retrieval's Last-Modified is a change-rate observation (WhittleRecrawl.observe_history); off
+    # for servers whose dates say nothing of their pages
+    last_modified: bool = True
     content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
     # links to URLs whose path ends with one of these are not followed (NOT_PAGE_SUFFIXES; () follows all)
     skip_suffixes: tuple[str, ...] = NOT_PAGE_SUFFIXES

@@ -179,6 +179,7 @@ class Crawler:
         # the processor's Score calls, one at a time, while it parses the next batch
         self._scorer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{config.name}-score")
         self._started_at: float | None = None
+        self._started_wall = 0.0  # wall time of the crawl's start: the reference of first retrievals' past
         self._max_pages = config.max_pages
         self.state = IDLE
         # counters (checkpointed)
@@ -284,6 +285,7 @@ class Crawler:
             self._done.clear()
             self.state = RUNNING
             self._started_at = self._clock()
+            self._started_wall = self._wall()
             self._dispatched_pages = 0
             self._starved = False
         if self._pool is not None:  # a previous run's pool (its threads have finished)
@@ -723,6 +725,12 @@ class Crawler:
             if p.error == f.REDIRECT:
                 self._redirect_depth[c.url] = depth + 1
             self._note_host(c.url)
+        hook = self.recrawl_hook
+        if hook is not None and p.kind == "new" and p.error is None and self.config.last_modified:
+            # the page's past, from its Last-Modified: a change-rate observation before any re-crawl
+            ago = f.modified_ago(res.headers)
+            if ago is not None:
+                hook.observe_history(p.url, now - self._started_wall, ago)
         self.controller.report(FetchOutcome(p.url, p.kind, p.relevance, p.children), now)
         if p.seed is not None:  # a redirect of a page we had indexed: its target is a new root
             self.controller.add_seeds([p.seed])

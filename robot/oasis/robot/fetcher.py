@@ -129,6 +129,29 @@ def parse_retry_after(value: str | None, now_epoch: float) -> float | None:
     return max(0.0, when.timestamp() - now_epoch)
 
 
+def _http_date(value: str | None) -> float | None:
+    """Epoch seconds of an HTTP-date (RFC 9110 5.6.7); None when absent or not a date."""
+    if not value:
+        return None
+    try:
+        when = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None if when is None or when.tzinfo is None else when.timestamp()
+
+
+def modified_ago(headers: Mapping[str, str]) -> float | None:
+    """How long before the response the page last changed, by the server's own clock: ``Date`` minus
+    ``Last-Modified`` (RFC 9110 8.8.2, 6.6.1; both whole seconds, so the difference holds whatever the skew
+    between the server's clock and ours). None without either header, with a date that does not parse, or
+    with a ``Last-Modified`` after the ``Date`` (a server that cannot say). ``headers`` lower-cased, as
+    :class:`FetchResult` keeps them."""
+    date, modified = _http_date(headers.get("date")), _http_date(headers.get("last-modified"))
+    if date is None or modified is None or modified > date:
+        return None
+    return date - modified
+
+
 def parse_content_type(header: str) -> tuple[str, str | None]:
     """``("text/html", "utf-8")`` from ``text/html; charset="UTF-8"``; media type lower-cased."""
     parts = header.split(";")

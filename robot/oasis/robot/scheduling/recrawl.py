@@ -263,6 +263,11 @@ class ChangeRateEstimator:
 # half-change correction), with the crawl's elapsed time as its exposure (scale-free; issue 16, chosen on the
 # training split from {0.1, 0.5, 1}, see docs/replay.md)
 PRIOR_CHANGES = 0.5
+# a page's past as its first retrieval tells it (WhittleRecrawl.observe_history): HTTP dates are whole
+# seconds, so a Last-Modified within HISTORY_RESOLUTION of the reference time is neither before nor after
+# it, and one within it of the response is what dynamic servers send for every page ("modified now")
+HISTORY_RESOLUTION = 1.0
+HISTORY_PENDING = 4096  # first retrievals whose history waits for the hook's first look at the page
 
 
 class PooledChangeRate:
@@ -600,17 +605,49 @@ class WhittleRecrawl(PerDocumentTracker):
         self.deleted = 0.0
         self.deletions = 0  # re-crawls that found the page deleted, and the time they covered
         self.deletion_exposure = 0.0
+        # url -> (interval, changed): a first retrieval's history (observe_history), until _first_seen
+        self._pending: dict[str, tuple[float, bool]] = {}
+
+    def observe_history(self, url: str, interval: float, modified_ago: float) -> bool:
+        """What the first retrieval of ``url`` says of the page's past, before any re-crawl: its server's
+        ``Last-Modified`` was ``modified_ago`` seconds before the response, and the page was retrieved
+        ``interval`` seconds after a reference time fixed independently of the page (the crawl's start).
+        Whether the page changed between the reference and the retrieval is one observation of its
+        Poisson change process over that interval, exactly as a re-crawl's (P(changed) = 1 - e^{-lam t}:
+        the last change is after the reference iff ``modified_ago < interval``); it joins the page's
+        estimator, and so the pooled prior, when the hook first sees the page.
+
+        So the pooled rate learns from every first retrieval, not from re-crawls only: before this, a robot
+        whose fringe outranked every re-crawl learned nothing about change, and a site-wide update during
+        its first pass went unseen until the fringe was empty. A Last-Modified within a second of the
+        response (dynamic pages say "modified now") or of the reference (whole-second dates) tells
+        nothing and is left out. Returns whether the observation was kept."""
+        if not (math.isfinite(interval) and math.isfinite(modified_ago)) or url in self._docs:
+            return False
+        if modified_ago <= HISTORY_RESOLUTION or interval <= 2 * HISTORY_RESOLUTION:
+            return False
+        if modified_ago >= interval:
+            changed = False
+        elif modified_ago + HISTORY_RESOLUTION < interval:
+            changed = True
+        else:
+            return False
+        if len(self._pending) >= HISTORY_PENDING:  # never looked at (e.g. below the index's threshold)
+            del self._pending[next(iter(self._pending))]
+        self._pending[url] = (interval, changed)
+        return True
 
     def _first_seen(self, arm: CrawledDoc) -> DocHistory:
+        estimator = ChangeRateEstimator(
+            prior_rate=self.prior_rate if self.prior_rate is not None else 1.0,
+            window=self.window,
+            pool=self.pool,
+        )
+        history = self._pending.pop(arm.url, None)
+        if history is not None:
+            estimator.observe(*history)
         return DocHistory(
-            fetches=arm.fetches,
-            changes=arm.changes,
-            last_fetch=arm.last_fetch,
-            estimator=ChangeRateEstimator(
-                prior_rate=self.prior_rate if self.prior_rate is not None else 1.0,
-                window=self.window,
-                pool=self.pool,
-            ),
+            fetches=arm.fetches, changes=arm.changes, last_fetch=arm.last_fetch, estimator=estimator
         )
 
     def _fetched(self, h: DocHistory, interval: float, changed: bool) -> None:
