@@ -310,32 +310,36 @@ def test_export_writers_round_trip_through_warcio_and_json(tmp_path: Path) -> No
         assert records[1:] == [("resource", d.url, d.title, WARC_CONTENT_TYPE, d.text) for d in docs]
 
 
-def _status(state: str, pages: int, kinds: dict[str, int]) -> Any:
+def _status(state: str, pages: int, kinds: dict[str, int], freshness: float = 0.0) -> Any:
     from oasis.robot.crawler import CrawlStatus
 
     return CrawlStatus(
         state=state, pages_fetched=pages, pages_indexed=pages // 2, frontier_size=7, recrawl_size=3,
         in_flight=0, concurrency=2, response_queue=0, errors={}, harvest_rate=0.4, recall_estimate=0.25,
-        policy="whittle", elapsed=1.0, pages_per_second=1.0, kinds=kinds,
+        policy="whittle", elapsed=1.0, pages_per_second=1.0, kinds=kinds, freshness_estimate=freshness,
     )  # fmt: skip
 
 
-def test_freshness_estimate_is_the_share_of_refetches_that_found_the_page_unchanged() -> None:
+def test_the_freshness_metric_is_the_status_estimate_and_nan_without_one() -> None:
+    """The gauge is the robot's own F estimate (the one Robot.Status and `oasis status` give), not the share
+    of re-fetches that found the page unchanged (3 of 4 here), which it was before session 30."""
     from oasis.robot.metrics import freshness_estimate, status_families
 
-    assert freshness_estimate({"new": 10}) is None
-    assert freshness_estimate({"new": 10, "unchanged": 3, "modified": 1}) == 0.75
-    assert freshness_estimate({"unchanged": 1, "deleted": 3}) == 0.25
-    families = {
-        f.name: f
-        for f in status_families(
-            "r", _status("running", 9, {"new": 5}), bytes_fetched=100, relevance_sum=2.0, pages_ok=5
-        )
-    }
-    # NaN before the first re-fetch: a gap in a chart, not a made-up 0 or 1
-    assert math.isnan(families["oasis_robot_freshness_estimate"].samples[0].value)
-    assert families["oasis_robot_recrawls"].samples[0].value == 0
-    assert families["oasis_robot_recall_estimate"].samples[0].value == 0.25
+    def families(status: Any) -> dict[str, Any]:
+        return {
+            f.name: f
+            for f in status_families("r", status, bytes_fetched=100, relevance_sum=2.0, pages_ok=5)
+        }
+
+    refetched = _status("running", 9, {"new": 5, "unchanged": 3, "modified": 1}, freshness=0.6)
+    assert freshness_estimate(refetched) == 0.6
+    assert families(refetched)["oasis_robot_freshness_estimate"].samples[0].value == 0.6
+    # no estimate (a robot that does not re-crawl says 0): a gap in a chart, not a made-up 0 or 1
+    none = _status("running", 9, {"new": 5})
+    assert freshness_estimate(none) is None
+    assert math.isnan(families(none)["oasis_robot_freshness_estimate"].samples[0].value)
+    assert families(none)["oasis_robot_recrawls"].samples[0].value == 0
+    assert families(none)["oasis_robot_recall_estimate"].samples[0].value == 0.25
 
 
 def test_progress_line_rate_fields_and_quiet_when_the_robot_is_not_running(
@@ -348,8 +352,8 @@ def test_progress_line_rate_fields_and_quiet_when_the_robot_is_not_running(
         [
             _status("running", 0, {}),
             _status("running", 50, {"new": 50}),
-            _status("done", 80, {"new": 70, "unchanged": 9, "modified": 1}),
-            _status("done", 80, {"new": 70, "unchanged": 9, "modified": 1}),
+            _status("done", 80, {"new": 70, "unchanged": 9, "modified": 1}, freshness=0.9),
+            _status("done", 80, {"new": 70, "unchanged": 9, "modified": 1}, freshness=0.9),
         ]
     )
     progress = ProgressLog("robot-x", lambda: next(statuses), 10.0, clock=lambda: now[0])

@@ -292,8 +292,9 @@ def test_recrawl_detects_modifications_and_updates_the_engine(engine: LocalEngin
 def test_recall_estimate_comes_from_the_controller_and_old_estimates_are_ignored(
     engine: LocalEngine, tmp_path: Path
 ) -> None:
-    """status().recall_estimate is fetched relevance / (fetched + the controller's fringe_relevance());
-    checkpoints no longer carry the crawler's own "estimates", and an old checkpoint's are ignored."""
+    """status().recall_estimate is the held pages' relevance / (that + the controller's fringe_relevance()
+    times the calibration, 1 before any first retrieval: oasis.robot.recall); checkpoints no longer carry the
+    crawler's own "estimates", and an old checkpoint's are ignored."""
     ctl = make_controller("whittle", rng=random.Random(1))
     ctl.add_seeds(["http://a.test/"])
     (url,) = ctl.next_batch(1, 0.0)
@@ -305,7 +306,7 @@ def test_recall_estimate_comes_from_the_controller_and_old_estimates_are_ignored
         "version": 1,
         "name": "robot",
         "controller": ctl.state_dict(),
-        "known": {},
+        "known": {url: ["h", 0.5, "", ""]},
         "estimates": {"http://a.test/x": 0.5, "http://a.test/y": 0.5, "http://stale.test/": 7.0},
         "counters": {"pages_fetched": 1, "pages_ok": 1, "relevance_sum": 0.5, "errors": {}},
     }
@@ -324,6 +325,25 @@ def test_recall_estimate_comes_from_the_controller_and_old_estimates_are_ignored
         assert [d[:2] for d in written["controller"]["docs"]] == [d[:2] for d in old["controller"]["docs"]]
     finally:
         client.close()
+
+
+def test_every_first_retrieval_calibrates_the_recall_estimate(engine: LocalEngine, tmp_path: Path) -> None:
+    web = LocalWeb().start()
+    try:
+        links = [f"/p{i}.html|page {i}" for i in range(6)]
+        web.routes["/"] = page(html("Databases", "sql query index transaction database", links))
+        for i in range(6):
+            text = "gardening tomatoes soil" if i else "sql index"
+            web.routes[f"/p{i}.html"] = page(html(f"Page {i}", text))
+        crawler, client = make_crawler(engine, tmp_path)
+        status = crawl(crawler, client, web.url("/"))
+    finally:
+        web.stop()
+    assert status.kinds.get("new") == 7
+    # each located page, the seed too, told the calibration what it was estimated at and what it held
+    assert crawler._fringe_cal.observed == 7
+    assert crawler._fringe_cal.ratio < 1.0  # five of the six children of a relevant page are not relevant
+    assert status.frontier_size == 0 and status.recall_estimate == pytest.approx(1.0)
 
 
 @pytest.mark.skipif(mount_skip_reason() is not None, reason=str(mount_skip_reason()))

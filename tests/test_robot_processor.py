@@ -210,3 +210,27 @@ def test_skip_suffixes_must_be_lower_case_dotted_suffixes() -> None:
         with pytest.raises(ValueError, match="skip_suffixes must be lower-case suffixes"):
             RobotConfig(skip_suffixes=bad)
     assert RobotConfig(skip_suffixes=()).skip_suffixes == ()
+
+
+def test_held_relevance_follows_every_page_kept_changed_and_gone() -> None:
+    """``held``: the relevance of the known pages at or above min_relevance (the recall estimate's S_C),
+    kept as pages come, change and go, and recounted when a checkpoint replaces the known pages."""
+    proc = ResponseProcessor(Scorer(), max_bytes=1 << 20, min_relevance=0.2, in_scope=lambda u: "site" in u)
+    [a] = proc.process([ok(BASE + "a.html", PAGE)], 1.0)
+    [c] = proc.process([ok(BASE + "c.html", "<title>Cooking</title><p>cooking recipes and tips</p>")], 1.0)
+    assert a.relevance >= 0.2 > c.relevance  # the cooking page is known, not held
+    assert proc.held == a.relevance
+    [a2] = proc.process([ok(BASE + "a.html", PAGE.replace("selects rows", "selects rows, SQL rows"))], 2.0)
+    assert a2.kind == MODIFIED and proc.held == a2.relevance
+    [gone] = proc.process([f.FetchResult(BASE + "a.html", f.NOT_FOUND, status=404)], 3.0)
+    assert gone.kind == DELETED and proc.held == 0.0
+    proc.process([ok(BASE + "a.html", PAGE)], 4.0)
+    redirect = f.FetchResult(BASE + "a.html", f.REDIRECT, status=301, redirect_to=BASE + "z.html")
+    [moved] = proc.process([redirect], 5.0)
+    assert moved.kind == DELETED and proc.held == 0.0
+    proc.process([ok(BASE + "a.html", PAGE)], 6.0)
+    snapshot = dict(proc.known)
+    proc.known = {}
+    assert proc.held == 0.0
+    proc.known = snapshot
+    assert proc.held == a.relevance

@@ -48,6 +48,7 @@ from oasis.robot.engine_port import EngineLike, IndexDoc, RobotEngineError
 from oasis.robot.fetcher_controller import FetcherController, FetcherControllerConfig
 from oasis.robot.politeness import Politeness, ip_literal
 from oasis.robot.processor import Known, Parsed, Processed, ResponseProcessor
+from oasis.robot.recall import FringeCalibration, recall_estimate
 from oasis.robot.scheduling import FetchOutcome, RequestController
 from oasis.robot.scheduling.recrawl import WhittleRecrawl
 from oasis.runtime.files import write_json_atomic
@@ -203,6 +204,8 @@ class Crawler:
         # a changing web: the re-crawl hook's change-rate estimates (saved with the Q-table), the page
         # budget per second (a token bucket), the recent fetch times for the fetch rate
         self.recrawl_hook: WhittleRecrawl | None = None
+        # what first retrievals found against the fringe's estimate of them (the recall estimate's rho)
+        self._fringe_cal = FringeCalibration(config.min_relevance)
         self.not_modified = 0
         self._fetch_times: deque[float] = deque()
         self._tokens = 1.0
@@ -355,17 +358,21 @@ class Crawler:
         self._events.put(None)
 
     # ------------------------------------------------------------------ status
-    def _freshness_estimate(self) -> float:
-        if self.recrawl_hook is None:
-            return 0.0
-        from oasis.robot.rates import freshness_estimate
+    def _estimates(self) -> tuple[float, float]:
+        """(recall, freshness): the robot's own estimates over the pages it indexed (r >= min_relevance),
+        without ground truth (:mod:`oasis.robot.recall`, :func:`oasis.robot.rates.freshness_estimate`);
+        freshness 0 when the robot does not re-crawl."""
+        held = max(0.0, self.processor.held)  # (an incremental sum can end a rounding below 0)
+        freshness = 0.0
+        if self.recrawl_hook is not None:
+            from oasis.robot.rates import freshness_estimate
 
-        indexed = {
-            u: k.relevance
-            for u, k in self.processor.known.items()
-            if k.relevance >= self.config.min_relevance
-        }
-        return freshness_estimate(self.recrawl_hook, indexed, self._wall())
+            threshold = self.config.min_relevance
+            indexed = {u: k.relevance for u, k in self.processor.known.items() if k.relevance >= threshold}
+            freshness = freshness_estimate(self.recrawl_hook, indexed, self._wall())
+        fringe = self._fringe_cal.ratio * self.controller.fringe_relevance()
+        fresh = held * freshness if freshness > 0 else held  # (0: no page the estimates know yet)
+        return recall_estimate(held, fresh, fringe), freshness
 
     def _recent_rate(self, now: float) -> float:
         while self._fetch_times and self._fetch_times[0] < now - RATE_WINDOW:
@@ -379,8 +386,7 @@ class Crawler:
         with self._lock:
             elapsed = self._clock() - self._started_at if self._started_at is not None else 0.0
             k = self.kinds
-            fetched_r = self.relevance_sum
-            denom = fetched_r + self.controller.fringe_relevance()
+            recall, freshness = self._estimates()
             return CrawlStatus(
                 state=self.state,
                 pages_fetched=self.pages_fetched,
@@ -392,7 +398,7 @@ class Crawler:
                 response_queue=len(self._responses),
                 errors=dict(self.errors),
                 harvest_rate=self.relevance_sum / self.pages_ok if self.pages_ok else 0.0,
-                recall_estimate=fetched_r / denom if denom > 0 else 0.0,
+                recall_estimate=recall,
                 policy=self.config.policy,
                 elapsed=elapsed,
                 pages_per_second=self.pages_fetched / elapsed if elapsed > 0 else 0.0,
@@ -402,7 +408,7 @@ class Crawler:
                 changes_seen=k["modified"] + k["deleted"],
                 not_modified=self.not_modified,
                 recent_pages_per_second=self._recent_rate(self._clock()),
-                freshness_estimate=self._freshness_estimate(),
+                freshness_estimate=freshness,
                 budget_per_second=self.config.pages_per_second,
                 links_skipped={
                     reason: n
@@ -725,6 +731,10 @@ class Crawler:
             if p.error == f.REDIRECT:
                 self._redirect_depth[c.url] = depth + 1
             self._note_host(c.url)
+        if p.kind == "new" and p.error is None:
+            estimate = self.controller.estimated_relevance(p.url)
+            if estimate is not None:
+                self._fringe_cal.observe(estimate, p.relevance)
         hook = self.recrawl_hook
         if hook is not None and p.kind == "new" and p.error is None and self.config.last_modified:
             # the page's past, from its Last-Modified: a change-rate observation before any re-crawl

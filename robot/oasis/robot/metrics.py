@@ -6,11 +6,14 @@ Nothing here runs on the crawl's hot path: the collector calls :meth:`Crawler.st
 Estimates (the robot's own, from what it has seen; a live evaluator against the web's ground truth is
 separate):
 
-* recall: ``sum r(i) over fetched pages / (that + sum of estimated r over located, unfetched pages)``
-  (:attr:`CrawlStatus.recall_estimate`, papers/004 Eq. 1 with the fringe's relevance estimated);
-* freshness: the share of re-fetches of retrieved pages that found the stored copy still current,
-  ``unchanged / (unchanged + modified + deleted)`` (papers/004 Eq. 2 sampled at the re-fetches; biased low
-  when the re-crawl schedule picks pages likely to have changed, which is its job).
+* recall: :attr:`CrawlStatus.recall_estimate` (:mod:`oasis.robot.recall`: the relevance the robot holds,
+  its fresh part estimated, over that plus the fringe's estimated relevance, calibrated by what first
+  retrievals found; papers/004 Eq. 1);
+* freshness: :attr:`CrawlStatus.freshness_estimate` (:func:`oasis.robot.rates.freshness_estimate`: each
+  held page's relevance times its estimated probability of no change since its last fetch; papers/004
+  Eq. 2), the same figure ``Robot.Status`` and ``oasis status`` give. Before session 30 these metrics
+  showed the share of re-fetches that found the page unchanged instead, a different quantity under the
+  same name (biased low: the re-crawl schedule picks pages likely to have changed).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from oasis.robot.crawler import Crawler, CrawlStatus
@@ -31,10 +34,10 @@ REFETCH_KINDS = ("modified", "unchanged", "deleted")  # outcomes of fetching a p
 STATES = ("idle", "running", "stopping", "stopped", "done")
 
 
-def freshness_estimate(kinds: Mapping[str, int]) -> float | None:
-    """Share of re-fetches that found the page unchanged; None before the first re-fetch."""
-    refetches = sum(kinds.get(k, 0) for k in REFETCH_KINDS)
-    return kinds.get("unchanged", 0) / refetches if refetches else None
+def freshness_estimate(status: CrawlStatus) -> float | None:
+    """The robot's freshness estimate; None when it has none (it does not re-crawl, or holds no page its
+    change-rate estimates know: the status then says 0, which no page's survival probability can be)."""
+    return status.freshness_estimate if status.freshness_estimate > 0 else None
 
 
 def status_families(
@@ -110,15 +113,17 @@ def status_families(
         ),
         gauge(
             "oasis_robot_recall_estimate",
-            "the robot's recall estimate: fetched relevance / (fetched + estimated fringe relevance)",
+            "the robot's recall estimate: held relevance, its fresh part estimated, over held + estimated "
+            "fringe relevance (calibrated by first retrievals)",
             status.recall_estimate,
         ),
     ]
-    fresh = freshness_estimate(status.kinds)
+    fresh = freshness_estimate(status)
     families.append(
         gauge(
             "oasis_robot_freshness_estimate",
-            "the robot's freshness estimate: share of re-fetches that found the page unchanged (NaN: none)",
+            "the robot's freshness estimate: held relevance times its estimated probability of no change "
+            "since the last fetch, over the held relevance (NaN: none)",
             math.nan if fresh is None else fresh,
         )
     )
@@ -176,7 +181,7 @@ class ProgressLog:
         last = self._last
         rate = (s.pages_fetched - last.pages) / (now - last.at) if last and now > last.at else 0.0
         self._last = _Last(now, s.pages_fetched)
-        fresh = freshness_estimate(s.kinds)
+        fresh = freshness_estimate(s)
         return {
             "robot": self.name,
             "state": s.state,

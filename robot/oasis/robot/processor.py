@@ -86,9 +86,11 @@ class ResponseProcessor:
         self._score = scorer
         self._max_bytes = max_bytes
         self._in_scope = in_scope
-        self.known: dict[str, Known] = known if known is not None else {}
         self._max_links = max_links
         self._min_relevance = min_relevance
+        self._known: dict[str, Known] = {}
+        self.held = 0.0  # relevance of the known pages at or above min_relevance (the recall estimate's S_C)
+        self.known = known if known is not None else {}
         self._max_url_length = max_url_length
         self.long_urls = 0  # links dropped for their length (a counter for status / tests)
         self._skip_suffixes = skip_suffixes
@@ -150,6 +152,24 @@ class ResponseProcessor:
             link_slot[link] = first + slot
         return Parsed(results, pages, page_idx, link_slot, texts, refreshed)
 
+    @property
+    def known(self) -> dict[str, Known]:
+        """Every page retrieved and still there: its content hash, relevance and validators."""
+        return self._known
+
+    @known.setter
+    def known(self, pages: dict[str, Known]) -> None:
+        self._known = pages
+        self.held = sum(k.relevance for k in pages.values() if k.relevance >= self._min_relevance)
+
+    def _held(self, k: Known | None) -> float:
+        return k.relevance if k is not None and k.relevance >= self._min_relevance else 0.0
+
+    def _forget(self, url: str) -> Known | None:
+        before = self._known.pop(url, None)
+        self.held -= self._held(before)
+        return before
+
     def _not_a_page(self, url: str) -> bool:
         """The URL's path (not its query) ends with one of ``skip_suffixes``: an image, a PDF, a source."""
         end = url.find("?")
@@ -202,7 +222,8 @@ class ResponseProcessor:
             kind = UNCHANGED
         else:
             kind = MODIFIED
-        self.known[url] = Known(digest, r)
+        after = self._known[url] = Known(digest, r)
+        self.held += self._held(after) - self._held(before)
         op = None
         keep = not noindex and r >= self._min_relevance  # below the threshold: learned from, not indexed
         if kind != UNCHANGED and keep:
@@ -219,7 +240,7 @@ class ResponseProcessor:
         if res.kind == f.REDIRECT and res.redirect_to is not None:
             return self._redirected(res.url, res.redirect_to)
         if res.kind == f.NOT_FOUND:
-            before = self.known.pop(res.url, None)
+            before = self._forget(res.url)
             if before is not None:
                 return Processed(res.url, DELETED, before.relevance, (), IndexDoc(url=res.url, delete=True))
         return Processed(res.url, ERROR, 0.0, (), None, res.kind)
@@ -228,7 +249,7 @@ class ResponseProcessor:
         """A redirect (an HTTP 3xx, or a prompt meta refresh) from ``url`` to ``target``: the target is the
         one child of a page with no content of its own (reward 0)."""
         follow = target != url and self._in_scope(target) and len(target) <= self._max_url_length
-        before = self.known.pop(url, None)
+        before = self._forget(url)
         if before is not None:  # a page we indexed moved: delete it, and crawl the target as a new root
             op = IndexDoc(url=url, delete=True)
             return Processed(

@@ -342,6 +342,11 @@ class _Controller:
     def fringe_relevance(self) -> float:
         return max(0.0, self.docs.unfetched_rel)  # (an incremental float sum can end a rounding below 0)
 
+    def estimated_relevance(self, url: str) -> float | None:
+        docs = self.docs
+        doc = docs.ids.get(url)
+        return None if doc is None or docs.status[doc] not in UNFETCHED else docs.parent_rel[doc]
+
     def known(self) -> int:
         return len(self.docs)
 

@@ -134,6 +134,11 @@ class RequestController(Protocol):
         """Sum of the estimated relevance (the discovering parent's relevance) of the documents located but
         not yet retrieved (queued or in flight): the denominator's unfetched part of a recall estimate."""
 
+    def estimated_relevance(self, url: str) -> float | None:
+        """The term of ``fringe_relevance`` of a located, not yet retrieved ``url`` (queued or in flight);
+        None otherwise. Asked before ``report`` of a first retrieval, it is what the estimate said of the
+        page, beside what its retrieval found (:class:`oasis.robot.recall.FringeCalibration`)."""
+
     def state_dict(self) -> dict[str, Any]:
         """Full checkpoint (documents, queues, Q-table), JSON-safe."""
 
