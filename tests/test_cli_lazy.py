@@ -126,6 +126,26 @@ def test_parse_dispatches_to_the_real_parser() -> None:
     assert args.func is cmd_search
 
 
+def test_search_takes_excluded_words_unquoted_and_other_commands_refuse_unknown_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``oasis search socket -tcp`` is the query "socket -tcp" (before session 30 argparse refused -tcp as an
+    unknown option, and the query had to be quoted); an unknown option of any other command still is an
+    error, and so is a search option's misuse."""
+    from oasis.cli import parse
+
+    args = parse(build_parser(), ["search", "socket", "-tcp", "-k", "3", "-udp"])
+    assert (args.query, args.k) == (["socket", "-tcp", "-udp"], 3)
+    assert parse(build_parser(), ["search", "--", "socket", "-kafka"]).query == ["socket", "-kafka"]
+    for argv in (["status", "-tcp"], ["search", "socket", "-kafka"]):
+        with pytest.raises(SystemExit) as exc:
+            parse(build_parser(), argv)
+        assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: -tcp" in err
+    assert "argument -k: invalid int value: 'afka'" in err
+
+
 def test_a_module_that_misses_a_table_command_is_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

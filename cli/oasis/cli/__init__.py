@@ -56,9 +56,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, except that ``oasis search``'s query may hold ``-word``s unquoted: an
+    argument that is no option of the command, starting with ``-``, is a word of the query (the engines read
+    ``-word`` as "without word"), so ``oasis search socket -tcp`` is the query ``socket -tcp``."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        words = all(w.startswith("-") and len(w) > 1 for w in extra)
+        if getattr(args, "command", None) == "search" and words:
+            args.query = [*args.query, *extra]
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     from oasis.runtime.service import configure_logging
 
     configure_logging(args.log_level)

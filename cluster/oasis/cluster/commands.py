@@ -92,8 +92,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     search.add_argument(
         "query",
         nargs="+",
-        help="the query; its words may be given unquoted (oasis search tcp socket); with a -word, the whole "
-        "query in quotes (oasis search 'socket -tcp') or after -- (oasis search -- socket -tcp)",
+        help="the query; its words may be given unquoted (oasis search tcp socket), a -word excludes the "
+        "word (oasis search socket -tcp); a -word that is also an option of this command (-k...) goes "
+        "after -- (oasis search -- socket -kafka)",
     )
     search.add_argument("-k", type=int, default=10, help="hits wanted (default 10)")
     search.add_argument(
