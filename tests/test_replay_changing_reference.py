@@ -4,6 +4,8 @@ seeds given as paths relative to the corpus root."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,10 +14,12 @@ from replay_graphs import graph
 
 from oasis.replay.experiment import Experiment, ExperimentConfig, Prepared, resolve_seed
 from oasis.replay.simulator import CREATE, DELETE, MODIFY, ChangeModel, Replay
+from oasis.robot.scheduling import make_controller
 from oasis.robot.scheduling.recrawl import (
     AdaptiveFetchSchedule,
     ScheduleRecrawl,
     UniformSchedule,
+    WhittleRecrawl,
     freshness_index,
 )
 from oasis.web.model import Corpus, WebGraph
@@ -197,3 +201,30 @@ def test_seed_url_relative_to_the_corpus_root() -> None:
     assert resolve_seed("http://docs.local/lib/a.html", urls, index) == 2
     assert resolve_seed("missing.html", urls, index) is None
     assert resolve_seed("http://other/index.html", urls, index) is None
+
+
+@pytest.mark.parametrize("last_modified", [True, False])
+def test_a_web_that_answers_last_modified_tells_first_retrievals_past(last_modified: bool) -> None:
+    """s -> p1..p6, m = 1, pages fetched at t = 1..7 in some order; p1..p3 modified at t = 1.5, the others
+    never. With ``last_modified`` each first retrieval after t = 2 is one observation of its page over
+    (0, t]: changed for a page modified at 1.5 (its Last-Modified is after the crawl's start), not for the
+    others (theirs is t = 0, the web's); without it no page has an observation before its first re-crawl."""
+    g = graph({0: [1, 2, 3, 4, 5, 6]}, 7, [1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5])
+    rep = Replay(g, g.relevance, [0])
+    events = (
+        np.array([1.5, 1.5, 1.5]),
+        np.array([1, 2, 3], dtype=np.int64),
+        np.array([MODIFY, MODIFY, MODIFY], dtype=np.int8),
+        np.zeros(7),
+    )
+    hook = WhittleRecrawl(period=1.0)
+    ctl = make_controller("greedy-anchor", rng=random.Random(0), recrawl_index=hook)
+    result = rep.run(ctl, m=1, steps=7, changes=ChangeModel(last_modified=last_modified), events=events)
+    assert result.first_fetches == 7
+    first = {rep.urls.index(u): h.estimator._order[0] for u, h in hook._docs.items() if h.estimator.n}
+    if not last_modified:
+        assert first == {}
+        return
+    when = {i: float(k + 1) for k, i in enumerate(result.fetched)}  # each page's first retrieval
+    expected = {i: (i in (1, 2, 3), when[i]) for i in range(1, 7) if when[i] > 2.0}
+    assert first == expected and any(changed for changed, _ in first.values())

@@ -168,6 +168,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--create-fraction", type=float, default=0.0, help="share of pages created during the run")
     p.add_argument("--create-rate", type=float, default=0.0, help="rate at which absent pages appear")
     p.add_argument(
+        "--last-modified",
+        action="store_true",
+        help="the changing web answers Last-Modified: a first retrieval tells the Whittle re-crawl hook "
+        "whether the page changed since the crawl started, as the live robot learns it",
+    )
+    p.add_argument(
         "--recrawl",
         default="auto",
         choices=("auto", "none", "whittle", "uniform", "adaptive"),
@@ -243,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
             delete_rate=args.delete_rate,
             create_fraction=args.create_fraction,
             create_rate=args.create_rate,
+            last_modified=args.last_modified,
         )
         cfg = ExperimentConfig(
             policies=policies,

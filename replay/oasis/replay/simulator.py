@@ -47,6 +47,11 @@ class ChangeModel:
     create_fraction: float = 0.0  # share of non-seed documents absent at t = 0
     create_rate: float = 0.0  # rate at which each absent document appears
     heterogeneous: bool = True
+    # the web answers Last-Modified, as the living web and most servers do: a first retrieval tells the
+    # controller's re-crawl hook whether the page changed since the crawl started (the live robot's
+    # ``WhittleRecrawl.observe_history``; the time since the page's last modification or creation, at t = 0
+    # for a page present and unchanged since then)
+    last_modified: bool = False
 
     def __post_init__(self) -> None:
         for name in ("modify_rate", "delete_rate", "create_rate"):
@@ -243,7 +248,10 @@ class Replay:
             if rng is None or changes is None:
                 raise ValueError("a changing web needs an rng for its Poisson processes")
             events = self.change_events(changes, steps, rng)
-        return self._run_changing(controller, m=m, steps=steps, events=events, progress=progress)
+        history = changes is not None and changes.last_modified
+        return self._run_changing(
+            controller, m=m, steps=steps, events=events, progress=progress, last_modified=history
+        )
 
     def change_events(self, changes: ChangeModel, steps: int, rng: np.random.Generator) -> Events:
         """Pre-drawn events (time, node, kind) sorted by time, and each node's creation time (0 = present)."""
@@ -371,8 +379,11 @@ class Replay:
         steps: int,
         events: Events,
         progress: Progress | None,
+        last_modified: bool = False,
     ) -> ReplayResult:
         n = len(self.urls)
+        hook = getattr(controller, "recrawl_index", None) if last_modified else None
+        observe_history = getattr(hook, "observe_history", None)
         ev_t, ev_v, ev_k, created_at = events
         ev_t_l, ev_v_l, ev_k_l = ev_t.tolist(), ev_v.tolist(), ev_k.tolist()
         created = created_at.tolist()
@@ -387,6 +398,7 @@ class Replay:
         rel, reach = self.rel_list, self.reach.tolist()
         exists = [c == 0.0 for c in created]
         version = [0] * n
+        changed_at = list(created)  # the time of each page's current version (its Last-Modified)
         coll_version = [-1] * n  # -1: not in the collection
         S_V = math.fsum(r for r, e, h in zip(rel, exists, reach, strict=True) if e and h)
         S_C = 0.0
@@ -395,13 +407,14 @@ class Replay:
         def fresh(i: int) -> bool:
             return coll_version[i] >= 0 and exists[i] and coll_version[i] == version[i]
 
-        def modify(i: int) -> None:
+        def modify(i: int, when: float) -> None:
             nonlocal S_CV
             if not exists[i]:
                 return
             if fresh(i) and reach[i]:
                 S_CV -= rel[i]
             version[i] += 1
+            changed_at[i] = when
 
         controller.add_seeds(self.urls[s] for s in self.seeds)
         R: list[float] = []
@@ -415,10 +428,10 @@ class Replay:
         for t in range(1, steps + 1):
             now = float(t)
             while e < n_events and ev_t_l[e] <= now:
-                i, kind = ev_v_l[e], ev_k_l[e]
+                i, kind, when = ev_v_l[e], ev_k_l[e], ev_t_l[e]
                 e += 1
                 if kind == MODIFY:
-                    modify(i)
+                    modify(i, when)
                 elif kind == DELETE:
                     if exists[i]:
                         if fresh(i) and reach[i]:
@@ -431,7 +444,7 @@ class Replay:
                     if reach[i]:
                         S_V += rel[i]
                     for p in in_src[in_ptr_l[i] : in_ptr_l[i + 1]]:
-                        modify(p)
+                        modify(p, when)
             for url in controller.next_batch(m, now):
                 i = index[url]
                 r = rel[i]
@@ -448,6 +461,8 @@ class Replay:
                 elif coll_version[i] < 0:
                     kind_s = "new"
                     first += 1
+                    if observe_history is not None:  # the reference: the crawl's start, t = 0
+                        observe_history(urls[i], now, now - changed_at[i])
                     if reach[i]:
                         S_C += r
                         S_CV += r
