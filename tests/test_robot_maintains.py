@@ -140,6 +140,36 @@ def test_a_site_wide_update_during_the_first_pass_is_seen_from_last_modified(
         assert hook.pool.changes <= seen_changed
 
 
+def test_a_site_wide_update_after_the_first_pass_is_judged_from_recrawls(
+    engine: LocalEngine, tmp_path: Path
+) -> None:
+    """Every page modified at once after the robot holds them all: the re-crawls that find the changes see
+    one Last-Modified second, the robot judges it a site-wide update, and the share it changed, measured on
+    the copies re-crawled since, is near all of them."""
+    living = LivingWeb(db_corpus(24), ChangeRates(), seed=3)
+    with ReplayedWeb(living.corpus, living=living) as web:
+        crawler, client = robot(engine, tmp_path, pages_per_second=4.0)
+        hook = crawler.recrawl_hook
+        assert hook is not None
+        try:
+            crawler.add_seeds(web.seeds)
+            crawler.start()
+            wait(lambda: crawler.status().kinds.get("new", 0) >= 24)
+            time.sleep(2.0)  # each copy is re-crawled about every 6 s: most are older than a second
+            assert hook.site.update() is None
+            living.burst(1.0)
+            # found once three changes carry the update's second; the share it changed, (hits + 1/2) /
+            # (exposed + 1), is 1/2 until copies from before it are re-crawled after it, then near 1
+            wait(lambda: (hook.site.update() or (0.0, 0.0))[1] > 0.75, timeout=30.0)
+            found = hook.site.update()
+            estimate = crawler.status().freshness_estimate
+        finally:
+            crawler.close()
+            client.close()
+    assert found is not None and found[1] > 0.75
+    assert 0.0 < estimate < 1.0
+
+
 def test_rates_roundtrip_restores_every_history_and_the_pooled_prior() -> None:
     hook = WhittleRecrawl(period=1.0)
     rng = random.Random(4)
@@ -171,6 +201,12 @@ def test_freshness_estimate_is_relevance_weighted_survival() -> None:
     expected = (1.0 * math.exp(-0.1 * 10) + 3.0 * math.exp(-0.1 * 20)) / 4.0
     assert freshness_estimate(hook, {"a": 1.0, "b": 3.0}, 110.0) == pytest.approx(expected)
     assert freshness_estimate(hook, {}, 110.0) == 0.0
+    # a site-wide update at 95 seen in re-crawls (four changes stamped then, all re-crawled after it from
+    # copies fetched before: q = 4.5 / 5): b, fetched at 90, is also fresh only if the update missed it
+    for k in range(4):
+        hook.site.recrawl(80.0, 100.0 + k, 95.0)
+    late = (1.0 * math.exp(-0.1 * 10) + 3.0 * math.exp(-0.1 * 20) * (1.0 - 4.5 / 5.0)) / 4.0
+    assert freshness_estimate(hook, {"a": 1.0, "b": 3.0}, 110.0) == pytest.approx(late)
 
 
 def test_collection_quality_hand_worked() -> None:

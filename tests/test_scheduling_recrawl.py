@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from oasis.robot.scheduling import RecrawlArm
 from oasis.robot.scheduling.recrawl import (
     ChangeRateEstimator,
+    SiteUpdate,
     WhittleRecrawl,
     cho_garcia_molina_rate,
     expected_staleness,
@@ -169,3 +170,62 @@ def test_first_retrievals_teach_the_pooled_rate_before_any_recrawl() -> None:
     assert blind.pool.rate() == pytest.approx(0.5 / 195.0, rel=0.01)
     assert 0.05 / 2 < fast < 0.05 * 2
     assert slow < 0.005 and fast > 10 * slow
+
+
+def test_a_site_wide_update_is_judged_from_recrawls_last_modified() -> None:
+    """Four re-crawls find changes stamped within a second of t = 100: a site-wide update at 100. Of the
+    seven copies fetched before it and re-crawled after, four changed then (one other changed at 20, not
+    with the update): q = (4 + 1/2) / (7 + 1)."""
+    site = SiteUpdate()
+    assert site.update() is None and site.survival(50.0) == 1.0
+    site.recrawl(40.0, 90.0, None)  # re-crawled before the update: not exposed to it
+    site.recrawl(60.0, 101.5, 100.2)
+    site.recrawl(61.0, 102.0, None)
+    site.recrawl(62.0, 102.5, 99.6)
+    site.recrawl(63.0, 103.0, None)
+    site.recrawl(64.0, 103.5, 100.4)
+    assert site.update() is None  # three changes at 100 are not yet an update
+    site.recrawl(65.0, 103.8, 100.0)
+    site.recrawl(100.8, 104.0, None)  # fetched within a second of it: neither before nor after
+    site.recrawl(30.0, 104.5, 20.0)  # an old change: no update at 20 from one stamp
+    found = site.update()
+    assert found is not None
+    at, q = found
+    assert at == pytest.approx(100.0) and q == pytest.approx(4.5 / 8.0)
+    assert site.survival(95.0) == pytest.approx(1.0 - 4.5 / 8.0)  # a copy fetched before the update
+    assert site.survival(101.0) == 1.0  # after it
+    # a later update replaces it
+    for now in (210.0, 211.0, 212.0, 213.0):
+        site.recrawl(150.0, now, 205.0)
+    found = site.update()
+    assert found is not None and found[0] == pytest.approx(205.0) and found[1] == pytest.approx(4.5 / 5.0)
+    assert site.survival(101.0) == pytest.approx(1.0 - 4.5 / 5.0)
+
+
+def test_changes_as_dense_as_usual_are_no_site_wide_update() -> None:
+    """A web whose pages change every half second stamps four or five changes in every two seconds: no
+    update; ten stamped in one second against that are one."""
+    site = SiteUpdate()
+    for k in range(40):
+        site.recrawl(0.0, 2.0 + 0.5 * k, 1.0 + 0.5 * k)
+    assert site.update() is None
+    for k in range(10):
+        site.recrawl(0.0, 40.0 + 0.1 * k, 30.0)
+    found = site.update()
+    assert found is not None and found[0] == pytest.approx(30.0)
+
+
+def test_observe_recrawl_takes_the_previous_fetch_from_the_hook_and_ignores_modified_now() -> None:
+    hook = WhittleRecrawl(period=1.0)
+    for k in range(5):
+        hook(RecrawlArm(f"http://h/p{k}", 0.5, 10.0, 10.0, 1, 0), 10.0)  # fetched at 10
+    hook.observe_recrawl("http://h/unknown", 60.0, True, 5.0)  # never fetched: nothing to judge
+    for k in range(4):
+        hook.observe_recrawl(f"http://h/p{k}", 60.0 + k, True, 10.0 + k)  # changed at 50, the same second
+    hook.observe_recrawl("http://h/p4", 64.0, True, 0.0)  # "modified now": when is unknown, left out
+    found = hook.site.update()
+    assert found is not None and found[0] == pytest.approx(50.0)
+    assert found[1] == pytest.approx(4.5 / 5.0)  # four copies from before 50 re-crawled after it, all hit
+    hook.observe_recrawl("http://h/p4", 65.0, False, None)  # unchanged since 10: exposed, not changed
+    found = hook.site.update()
+    assert found is not None and found[1] == pytest.approx(4.5 / 6.0)

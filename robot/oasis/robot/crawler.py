@@ -736,11 +736,15 @@ class Crawler:
             if estimate is not None:
                 self._fringe_cal.observe(estimate, p.relevance)
         hook = self.recrawl_hook
-        if hook is not None and p.kind == "new" and p.error is None and self.config.last_modified:
-            # the page's past, from its Last-Modified: a change-rate observation before any re-crawl
-            ago = f.modified_ago(res.headers)
-            if ago is not None:
-                hook.observe_history(p.url, now - self._started_wall, ago)
+        if hook is not None and p.error is None and self.config.last_modified:
+            if p.kind == "new":
+                # the page's past, from its Last-Modified: a change-rate observation before any re-crawl
+                ago = f.modified_ago(res.headers)
+                if ago is not None:
+                    hook.observe_history(p.url, now - self._started_wall, ago)
+            elif p.kind in ("modified", "unchanged"):  # a re-crawl: when the change it found was made
+                changed = p.kind == "modified"
+                hook.observe_recrawl(p.url, now, changed, f.modified_ago(res.headers) if changed else None)
         self.controller.report(FetchOutcome(p.url, p.kind, p.relevance, p.children), now)
         if p.seed is not None:  # a redirect of a page we had indexed: its target is a new root
             self.controller.add_seeds([p.seed])

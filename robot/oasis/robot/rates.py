@@ -111,13 +111,15 @@ def rate_of(hook: WhittleRecrawl, url: str) -> float | None:
 
 def freshness_estimate(hook: WhittleRecrawl, relevance: Mapping[str, float], now: float) -> float:
     """F_est = sum_i r_i exp(-lam_i a_i) / sum_i r_i over the pages of ``relevance`` the hook knows (module
-    docstring); 0 when there are none."""
+    docstring), a copy fetched before a site-wide update seen in re-crawls also times 1 - q, the share of
+    pages the update changed (:class:`oasis.robot.scheduling.recrawl.SiteUpdate`); 0 when there are none."""
     num = den = 0.0
+    site = hook.site
     for url, r in relevance.items():
         h = hook._docs.get(url)
         if h is None or r <= 0:
             continue
         age = max(0.0, now - h.last_fetch)
-        num += r * math.exp(-h.estimator.rate() * age)
+        num += r * math.exp(-h.estimator.rate() * age) * site.survival(h.last_fetch)
         den += r
     return num / den if den > 0 else 0.0

@@ -493,6 +493,82 @@ class CrawledDoc(Protocol):
     def changes(self) -> int: ...
 
 
+SITE_UPDATE_MIN = 4  # changes stamped within one HTTP-date second of each other that make a site-wide update
+# ... and that many times more than the other changes found lately put in a window of that width on average:
+# a web whose pages change often stamps a few changes in one second now and then without any update
+SITE_UPDATE_EXCESS = 4.0
+SITE_UPDATE_LOG = 256  # recent re-crawls (and the changes they found) a site-wide update is judged from
+
+
+class SiteUpdate:
+    """A site-wide update (a deploy, a regenerated site) seen in the ``Last-Modified`` of re-crawls.
+
+    A Poisson rate per page cannot foresee a one-off event that changes many pages at once: after one, the
+    pages not re-crawled since keep their low rates and the freshness estimate stays high while most copies
+    are stale. But such an event stamps every page it changes with the same ``Last-Modified``. When at least
+    ``SITE_UPDATE_MIN`` re-crawls found changes stamped within a second of the same time T (whole-second
+    dates), and ``SITE_UPDATE_EXCESS`` times more than the other changes found lately (the last
+    ``SITE_UPDATE_LOG``, from the oldest stamp to the latest re-crawl) put in so short a window on average,
+    T is a site-wide update, and the share of pages it changed is measured directly: among the pages
+    re-crawled after T whose previous fetch was before T, the share found changed at T, q = (hits + 1/2) /
+    (re-crawls + 1). A held copy fetched before T is then still fresh with probability (1 - q) e^{-lam a}
+    instead of e^{-lam a} (:meth:`survival`). Only the latest update counts; a copy fetched after it is
+    not touched."""
+
+    def __init__(self) -> None:
+        self._changes: deque[float] = deque(maxlen=SITE_UPDATE_LOG)  # change times found by re-crawls
+        self._recrawls: deque[tuple[float, float, float | None]] = deque(maxlen=SITE_UPDATE_LOG)
+        self._cached: tuple[float, float] | None = None
+        self._dirty = False
+
+    def recrawl(self, previous: float, now: float, changed_at: float | None) -> None:
+        """A page fetched at ``previous`` was re-crawled at ``now``; ``changed_at``: its ``Last-Modified``
+        (our clock) when the re-crawl found it changed, else None."""
+        self._recrawls.append((previous, now, changed_at))
+        if changed_at is not None:
+            self._changes.append(changed_at)
+        self._dirty = True
+
+    def update(self) -> tuple[float, float] | None:
+        """(T, q) of the latest site-wide update, or None."""
+        if self._dirty:
+            self._dirty = False
+            self._cached = self._judge()
+        return self._cached
+
+    def _judge(self) -> tuple[float, float] | None:
+        times = sorted(self._changes)
+        if len(times) < SITE_UPDATE_MIN:
+            return None
+        width = 2 * HISTORY_RESOLUTION
+        span = max(max(now for _, now, _ in self._recrawls) - times[0], width)
+        at = None
+        lo = 0
+        for hi, t in enumerate(times):  # the latest window of 2 s holding that many change times
+            while t - times[lo] > width:
+                lo += 1
+            inside = hi - lo + 1
+            # the other changes found, as many per window of that width as they hold on average
+            usual = (len(times) - inside) * width / span
+            if inside >= max(SITE_UPDATE_MIN, SITE_UPDATE_EXCESS * usual):
+                at = times[(lo + hi) // 2]
+        if at is None:
+            return None
+        exposed = hits = 0
+        for previous, now, changed_at in self._recrawls:
+            if previous < at - HISTORY_RESOLUTION and now > at + HISTORY_RESOLUTION:
+                exposed += 1
+                hits += changed_at is not None and abs(changed_at - at) <= HISTORY_RESOLUTION
+        return at, (hits + 0.5) / (exposed + 1.0)
+
+    def survival(self, last_fetch: float) -> float:
+        """The factor of a copy fetched at ``last_fetch``: 1 - q if before the latest update, else 1."""
+        found = self.update()
+        if found is None or last_fetch >= found[0] - HISTORY_RESOLUTION:
+            return 1.0
+        return 1.0 - found[1]
+
+
 @dataclass
 class DocHistory:
     """One document's fetch/change counters as a hook last saw them, its estimator and its interval."""
@@ -607,6 +683,23 @@ class WhittleRecrawl(PerDocumentTracker):
         self.deletion_exposure = 0.0
         # url -> (interval, changed): a first retrieval's history (observe_history), until _first_seen
         self._pending: dict[str, tuple[float, bool]] = {}
+        self.site = SiteUpdate()  # a site-wide update seen in re-crawls' Last-Modified (observe_recrawl)
+
+    def observe_recrawl(self, url: str, now: float, changed: bool, modified_ago: float | None) -> None:
+        """A re-crawl of ``url`` at ``now`` found it ``changed`` (then ``modified_ago``: its Last-Modified,
+        seconds before the response); called before the controller reports it, so the page's previous
+        fetch is still the one this hook holds (:class:`SiteUpdate`). A change without a date that tells
+        when is left out (no date, or one in the response's own second: "modified now", what dynamic pages
+        say every time), so the share of pages an update changed counts only re-crawls it can judge."""
+        h = self._docs.get(url)
+        if h is None:
+            return
+        changed_at = None
+        if changed:
+            if modified_ago is None or not math.isfinite(modified_ago) or modified_ago < HISTORY_RESOLUTION:
+                return
+            changed_at = now - modified_ago
+        self.site.recrawl(h.last_fetch, now, changed_at)
 
     def observe_history(self, url: str, interval: float, modified_ago: float) -> bool:
         """What the first retrieval of ``url`` says of the page's past, before any re-crawl: its server's
