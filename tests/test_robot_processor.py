@@ -234,3 +234,4 @@ def test_held_relevance_follows_every_page_kept_changed_and_gone() -> None:
     assert proc.held == 0.0
     proc.known = snapshot
     assert proc.held == a.relevance
+    assert proc.held_pages() == {BASE + "a.html": a.relevance}  # the cooking page is known, not held

@@ -367,9 +367,7 @@ class Crawler:
         if self.recrawl_hook is not None:
             from oasis.robot.rates import freshness_estimate
 
-            threshold = self.config.min_relevance
-            indexed = {u: k.relevance for u, k in self.processor.known.items() if k.relevance >= threshold}
-            freshness = freshness_estimate(self.recrawl_hook, indexed, self._wall())
+            freshness = freshness_estimate(self.recrawl_hook, self.processor.held_pages(), self._wall())
         fringe = self._fringe_cal.ratio * self.controller.fringe_relevance()
         fresh = held * freshness if freshness > 0 else held  # (0: no page the estimates know yet)
         return recall_estimate(held, fresh, fringe), freshness

@@ -160,9 +160,14 @@ class ResponseProcessor:
     @known.setter
     def known(self, pages: dict[str, Known]) -> None:
         self._known = pages
-        self.held = sum(k.relevance for k in pages.values() if k.relevance >= self._min_relevance)
+        self.held = sum(self._held(k) for k in pages.values())
+
+    def held_pages(self) -> dict[str, float]:
+        """URL -> relevance of the known pages at or above min_relevance (``held`` is their sum)."""
+        return {url: k.relevance for url, k in self._known.items() if self._held(k)}
 
     def _held(self, k: Known | None) -> float:
+        """A known page's relevance if it is at or above min_relevance (the robot indexes it), else 0."""
         return k.relevance if k is not None and k.relevance >= self._min_relevance else 0.0
 
     def _forget(self, url: str) -> Known | None:
